@@ -1,0 +1,173 @@
+"""The `sdpa` command line: click wiring only (parse → spec → run → report → exit code)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sdpa_cli import __version__
+from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError
+from sdpa_cli.options import (
+    StudyCommand,
+    common_options,
+    list_option,
+    value_option,
+)
+
+SPEC_ARG = click.argument("spec_path", metavar="[SPEC]", required=False,
+                          type=click.Path(dir_okay=True, path_type=Path))
+
+
+def _settings(out: str | None, fmt: str, no_plots: bool, svg: bool, check: bool, quiet: bool,
+              workers: int):
+    from sdpa_cli.report import Settings
+
+    return Settings(out=Path(out) if out else None, fmt=fmt, plots=not no_plots, svg=svg,
+                    check=check, quiet=quiet, workers=workers)
+
+
+def _overrides(params: dict[str, Any], names: dict[str, str]) -> tuple[dict, dict]:
+    """Flag values given on the command line, typed like YAML, and the flag behind each."""
+    from sdpa_cli.spec.yamlio import scalar
+
+    overrides, flags = {}, {}
+    for field, flag in names.items():
+        value = params.get(field)
+        if value is None:
+            continue
+        overrides[field] = [scalar(v) for v in value] if isinstance(value, list) else \
+            scalar(value)
+        flags[field] = flag
+    return overrides, flags
+
+
+def _run(study: str, spec_path: Path | None, params: dict[str, Any], names: dict[str, str],
+         common: dict[str, Any]) -> int:
+    from sdpa_cli import app
+
+    overrides, flags = _overrides(params, {**names, "seed": "--seed"})
+    return app.run_study(study, spec_path, overrides=overrides, flags=flags,
+                         settings=_settings(**common))
+
+
+def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers")
+    common = {k: kwargs.pop(k) for k in common_keys}
+    return kwargs, common
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="sdpa", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Measure, show and check why attention divides QKᵀ by √d_k.
+
+    \b
+    Start here:
+      sdpa variance --dims 3 100 1000
+      sdpa run                      every spec in experiments/, into outputs/
+    """
+
+
+VARIANCE_FLAGS = {
+    "dims": "--dims", "pairs": "--pairs", "distribution": "--distribution", "mean": "--mean",
+    "std": "--std", "correlation": "--correlation", "scalings": "--scalings",
+    "method": "--method", "bins": "--bins", "se_tolerance": "--se-tolerance",
+    "d_model": "--d-model", "heads": "--heads",
+}
+
+
+@cli.command(cls=StudyCommand)
+@SPEC_ARG
+@list_option("--dims", metavar="D [D ...]", help="Dimensions to sample (default 3 100 1000).")
+@value_option("--pairs", metavar="N", help="(q, k) pairs per dimension (default 1000).")
+@value_option("--distribution", metavar="LAW",
+              help="normal | uniform | rademacher | sphere (unit vectors).")
+@value_option("--mean", help="Mean of each component (default 0).")
+@value_option("--std", help="Standard deviation of each component (default 1).")
+@value_option("--correlation", metavar="R", help="corr(q_i, k_i) in [-1, 1] (default 0).")
+@list_option("--scalings", metavar="RULE [RULE ...]",
+             help="none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] "
+                  "(default none sqrt).")
+@value_option("--method", metavar="M", help="direct (default) | exact (normal, sphere).")
+@value_option("--bins", metavar="N", help="Histogram bins in the figures (default 50).")
+@value_option("--se-tolerance", metavar="K", help="A check passes when |z| ≤ K (default 4).")
+@value_option("--d-model", metavar="N", help="Model width; with --heads gives d_k.")
+@value_option("--heads", metavar="H", help="Number of heads; d_k = d_model / heads.")
+@common_options
+def variance(spec_path: Path | None, **kwargs: Any) -> int:
+    """Monte Carlo of q·k versus dimension, raw and scaled, beside its theory.
+
+    \b
+    Examples:
+      sdpa variance --dims 3 100 1000
+      sdpa variance --dims 16 64 256 512 1024 --pairs 10000 --format json
+      sdpa variance experiments/variance/day74-dims.yaml --pairs 5000 --check
+    """
+    params, common = _split(kwargs)
+    return _run("variance", spec_path, params, VARIANCE_FLAGS, common)
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that temporary folders are cleaned up."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _click_line(e: click.ClickException) -> str:
+    if isinstance(e, click.BadParameter) and e.param is not None:
+        opts = getattr(e.param, "opts", None) or [e.param.name or "value"]
+        return f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
+    text = " ".join(e.format_message().split())
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None and ctx.command_path:
+        text = f"{ctx.command_path}: {text}"
+    return text
+
+
+def run(args: list[str]) -> int:
+    """Run sdpa with these arguments and return the exit code; never raises."""
+    try:
+        result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        click.echo("sdpa: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as e:
+        click.echo(_click_line(e), err=True)
+        return EXIT_BAD_INPUT if isinstance(e, click.UsageError) else e.exit_code
+    except SdpaError as e:
+        for line in e.lines():
+            click.echo(line, err=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        click.echo("sdpa: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except Terminated:
+        click.echo("sdpa: terminated", err=True)
+        return 128 + signal.SIGTERM
+    except Exception as e:  # a bug: say so in one line, keep the traceback for SDPA_DEBUG
+        if os.environ.get("SDPA_DEBUG"):
+            raise
+        click.echo(f"sdpa: internal error: {type(e).__name__}: {e} "
+                   "(set SDPA_DEBUG=1 for the traceback)", err=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    code = run(sys.argv[1:] if argv is None else list(argv))
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # `sdpa … --format json | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)

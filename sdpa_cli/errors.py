@@ -1,0 +1,77 @@
+"""Errors the user can act on: each renders as one line and carries its exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1  # a --check failed or the run could not finish; results kept if written
+EXIT_BAD_INPUT = 2  # bad usage or bad spec: nothing ran
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input, located as precisely as we can."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+    field: str | None = None  # e.g. dims[2]
+    flag: str | None = None  # e.g. --dims
+
+    def render(self) -> str:
+        """`path:line:col: field: message`, or `--flag: field: message` for a flag."""
+        if self.flag:
+            head = self.flag
+        elif self.file is not None:
+            head = self.file
+            if self.line is not None:
+                head += f":{self.line}"
+                if self.col is not None:
+                    head += f":{self.col}"
+        else:
+            head = ""
+        parts = [p for p in (head, self.field if self.field != self.flag else None) if p]
+        return ": ".join([*parts, self.message])
+
+
+class SdpaError(Exception):
+    """Base class: a failure with a one-line explanation and an exit code."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+    def lines(self) -> list[str]:
+        return [str(self)]
+
+
+class InputError(SdpaError):
+    """Bad spec or bad flags; raised before anything runs or is written."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, problems: list[Problem] | Problem) -> None:
+        self.problems = [problems] if isinstance(problems, Problem) else list(problems)
+        super().__init__(self.problems[0].render() if self.problems else "bad input")
+
+    def lines(self) -> list[str]:
+        return [p.render() for p in self.problems]
+
+
+class RunError(SdpaError):
+    """The run started but could not finish (for example the disk is full)."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+class SpecFieldError(Exception):
+    """Raised inside spec validation for a cross-field rule; names the field it is about.
+
+    Deliberately not a ValueError, so that pydantic lets it through with its field intact.
+    """
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message

@@ -1,0 +1,1 @@
+"""Pure NumPy numerics: sampling, moments, theory, softmax. No files, terminals or plots."""

@@ -1,0 +1,171 @@
+"""Draw query/key components and their dot products, a block at a time, into reusable buffers."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+# Elements per buffer in one draw (512 KiB of float64): small enough to stay in cache for the
+# dot product, large enough that per-block overhead (a new generator, the statistics) is a
+# few per cent. Changing it changes which numbers a seed gives, so it is part of the format.
+CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class PairLaw:
+    """The law of (q_i, k_i) in standardized units: mean m = μ/σ, unit variance, corr ρ."""
+
+    kind: str  # normal | uniform | rademacher | sphere
+    m: float = 0.0
+    rho: float = 0.0
+
+    @property
+    def isotropic(self) -> bool:
+        return self.kind == "sphere" or (self.kind == "normal" and self.m == 0 and self.rho == 0)
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How `total` draws split into logical blocks; a fixed function of d and the method."""
+
+    total: int
+    rows: int  # pairs per block
+    cols: int  # coordinates drawn at once (< d only when d > CHUNK)
+
+    @property
+    def blocks(self) -> int:
+        return -(-self.total // self.rows)
+
+    def rows_in(self, block: int) -> int:
+        return min(self.rows, self.total - block * self.rows)
+
+
+def plan_blocks(d: int, total: int, method: str) -> BlockPlan:
+    if method == "exact":
+        return BlockPlan(total, CHUNK, 1)
+    if d >= CHUNK:
+        return BlockPlan(total, 1, CHUNK)
+    return BlockPlan(total, max(1, CHUNK // d), d)
+
+
+class _Workspace(threading.local):
+    """Per-thread 64-byte-aligned buffers: the same alignment every run, so SIMD sums in
+    einsum round the same way and results are bit-identical across runs and threads."""
+
+    def __init__(self) -> None:
+        self.q = _aligned(CHUNK)
+        self.k = _aligned(CHUNK)
+        self.mask = _aligned(CHUNK)
+
+
+def _aligned(n: int) -> np.ndarray:
+    raw = np.empty(n + 8)
+    offset = (-raw.ctypes.data % 64) // 8
+    return raw[offset : offset + n]
+
+
+_WORK = _Workspace()
+
+
+def fill_components(rng: np.random.Generator, kind: str, out: np.ndarray) -> None:
+    """Standardized (mean 0, variance 1) components of the given law, in place."""
+    if kind in ("normal", "sphere"):
+        rng.standard_normal(out=out)
+    elif kind == "uniform":
+        rng.random(out=out)
+        out *= 2.0 * math.sqrt(3.0)
+        out -= math.sqrt(3.0)
+    elif kind == "rademacher":
+        rng.random(out=out)
+        out -= 0.5
+        np.copysign(1.0, out, out=out)
+    else:
+        raise ValueError(f"unknown law {kind!r}")
+
+
+def fill_pairs(
+    rng: np.random.Generator, law: PairLaw, q: np.ndarray, k: np.ndarray, mask: np.ndarray
+) -> None:
+    """Queries and keys with the law's marginals, correlation and mean, in place."""
+    fill_components(rng, law.kind, q)
+    fill_components(rng, law.kind, k)
+    if law.rho:
+        if law.kind == "normal":
+            k *= math.sqrt(1.0 - law.rho * law.rho)
+            k += law.rho * q
+        else:
+            # Copy (or mirror) the query coordinate with probability |ρ|: keeps the marginal.
+            rng.random(out=mask)
+            take = mask < abs(law.rho)
+            if law.rho > 0:
+                np.copyto(k, q, where=take)
+            else:
+                np.negative(q, out=k, where=take)
+    if law.m:
+        q += law.m
+        k += law.m
+
+
+def direct_block(
+    rng: np.random.Generator, law: PairLaw, rows: int, d: int, cols: int, cosine: bool
+) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """q·k for `rows` pairs of d-dimensional vectors, cos(q, k) when asked, and the number
+    of pairs holding a zero vector (whose cosine is undefined and set to 0).
+
+    For the sphere law the vectors are normalised, so the first array is already u·v.
+    """
+    work = _WORK
+    dot = np.zeros(rows)
+    norms = cosine or law.kind == "sphere"
+    nq = np.zeros(rows) if norms else None
+    nk = np.zeros(rows) if norms else None
+    for start in range(0, d, cols):
+        width = min(cols, d - start)
+        size = rows * width
+        q = work.q[:size].reshape(rows, width)
+        k = work.k[:size].reshape(rows, width)
+        fill_pairs(rng, law, q, k, work.mask[:size].reshape(rows, width))
+        dot += np.einsum("ij,ij->i", q, k)
+        if norms:
+            nq += np.einsum("ij,ij->i", q, q)
+            nk += np.einsum("ij,ij->i", k, k)
+    if not norms:
+        return dot, None, 0
+    denom = np.sqrt(nq * nk)
+    # A zero vector (possible for shifted Rademacher components) has no direction.
+    defined = denom > 0
+    cos = np.divide(dot, denom, out=np.zeros(rows), where=defined)
+    degenerate = rows - int(np.count_nonzero(defined))
+    if law.kind == "sphere":
+        return cos, (cos if cosine else None), degenerate
+    return dot, cos, degenerate
+
+
+def exact_block(rng: np.random.Generator, law: PairLaw, rows: int, d: int) -> np.ndarray:
+    """q·k drawn from its exact law at O(1) cost per pair, whatever d.
+
+    Gaussian: with u = q + k and v = q − k (independent), q·k = (|u|² − |v|²)/4, so
+    q·k = ½((1+ρ)·A − (1−ρ)·B) with A ~ χ'²_d(λ = 2dm²/(1+ρ)) and B ~ χ²_d.
+    Sphere: u·v is distributed as 2·Beta((d−1)/2, (d−1)/2) − 1 (±1 with equal odds if d = 1).
+    """
+    if law.kind == "sphere":
+        if d == 1:
+            return np.where(rng.random(rows) < 0.5, -1.0, 1.0)
+        half = (d - 1) / 2.0
+        return 2.0 * rng.beta(half, half, rows) - 1.0
+    if law.kind != "normal":
+        raise ValueError("the exact method needs normal or sphere components")
+    m, rho = law.m, law.rho
+    out = np.zeros(rows)
+    if rho > -1.0:
+        lam = 2.0 * d * m * m / (1.0 + rho)
+        a = rng.noncentral_chisquare(d, lam, rows) if lam > 0 else rng.chisquare(d, rows)
+        out += 0.5 * (1.0 + rho) * a
+    else:  # u = q + k is the constant 2m: |u|²/4 = d·m²
+        out += d * m * m
+    if rho < 1.0:
+        out -= 0.5 * (1.0 - rho) * rng.chisquare(d, rows)
+    return out

@@ -1,0 +1,103 @@
+"""Turn a Result into files (run folder + manifest), a terminal report, and an exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
+from sdpa_cli.report import manifest, writers
+from sdpa_cli.report.runfolder import RunFolder, check_replaceable
+from sdpa_cli.studies.result import Result
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to present and where to put a run; none of it changes a computed number."""
+
+    out: Path | None = None  # exact run folder; default <root>/<name>
+    root: Path = Path("outputs")
+    fmt: str = "table"  # table: rich on stderr only; others: that document on stdout
+    plots: bool = True
+    svg: bool = False
+    check: bool = False  # exit 1 when a check fails
+    quiet: bool = False
+    workers: int = 1
+
+
+def target_for(name: str, settings: Settings) -> Path:
+    """The run folder for `name`, refused (exit 2) if it is a folder sdpa did not make."""
+    target = settings.out if settings.out is not None else settings.root / name
+    check_replaceable(target, "--out" if settings.out is not None else "output folder")
+    return target
+
+
+def _write(path: Path, text: str) -> Path:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise RunError(f"cannot write {path.name} in {path.parent.parent}: "
+                       f"{e.strerror or e}") from None
+    return path
+
+
+def write_run(result: Result, settings: Settings, *, target: Path, argv: list[str],
+              started: float) -> Path:
+    """Build the whole run folder beside `target`, then swap it in at once."""
+    folder = RunFolder(target)
+    with folder as tmp:
+        files = [
+            _write(tmp / "results.json", writers.results_json(result)),
+            _write(tmp / "table.csv", writers.table_csv(result)),
+            _write(tmp / "table.md", writers.table_md(result)),
+            _write(tmp / "spec.yaml", writers.spec_yaml(dict(result.spec))),
+        ]
+        if settings.plots and result.figures:
+            from sdpa_cli.report.figures import render
+
+            for figure in result.figures:
+                try:
+                    files.extend(render(figure, tmp, svg=settings.svg))
+                except OSError as e:
+                    raise RunError(f"cannot write figure {figure.name}: {e.strerror or e}"
+                                   ) from None
+        doc = manifest.build(
+            spec=dict(result.spec), argv=argv, started=started, ended=time.time(),
+            status="passed" if result.passed else "failed", workers=settings.workers,
+            files=files,
+        )
+        _write(tmp / "manifest.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        folder.commit()
+    return target
+
+
+def document(result: Result, fmt: str) -> str | None:
+    """What --format puts on stdout (None for the human table, which goes to stderr)."""
+    if fmt == "json":
+        return writers.results_json(result)
+    if fmt == "csv":
+        return writers.table_csv(result)
+    if fmt == "markdown":
+        return writers.table_md(result)
+    return None
+
+
+def emit(result: Result, settings: Settings, folder: Path | None) -> None:
+    """stdout carries exactly the requested document; people read stderr."""
+    text = document(result, settings.fmt)
+    if text is not None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if not settings.quiet:
+        from sdpa_cli.report import terminal
+
+        terminal.show(result, folder, check=settings.check)
+
+
+def exit_code(result: Result, settings: Settings) -> int:
+    return EXIT_CHECK_FAILED if settings.check and not result.passed else EXIT_OK

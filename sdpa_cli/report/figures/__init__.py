@@ -1,0 +1,25 @@
+"""Draw a study's Figure data to PNG (and SVG on request); matplotlib loads only here."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from sdpa_cli.studies.result import Figure
+
+# figure kind prefix → renderer module (each has draw_<rest>(fig_data, axes-factory))
+_MODULES = {
+    "variance": "sdpa_cli.report.figures.variance",
+}
+
+
+def render(figure: Figure, folder: Path, *, svg: bool = False) -> list[Path]:
+    """Write folder/<name>.png (and .svg); returns the paths written."""
+    from sdpa_cli.report.figures import style
+
+    prefix, _, kind = figure.kind.partition(".")
+    module = importlib.import_module(_MODULES[prefix])
+    draw = getattr(module, f"draw_{kind}")
+    with style.context():
+        fig = draw(figure)
+        return style.save(fig, folder / figure.name, svg=svg)

@@ -1,0 +1,59 @@
+"""One fixed look for every figure, and saving that gives byte-identical files run to run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import matplotlib
+import matplotlib.style
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure
+
+DPI = 110
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+           "#17becf", "#7f7f7f", "#bcbd22")
+
+_RC = {
+    "font.family": "DejaVu Sans",
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "svg.hashsalt": "sdpa",  # stable ids inside SVG files
+    "path.simplify": True,
+}
+
+
+@contextlib.contextmanager
+def context() -> Iterator[None]:
+    """matplotlib's defaults plus ours, whatever the user's matplotlibrc says."""
+    with matplotlib.rc_context(), matplotlib.style.context("default"):
+        matplotlib.rcParams.update(_RC)
+        yield
+
+
+def new(width: float, height: float, rows: int = 1, cols: int = 1, **kw):
+    """A figure not registered with pyplot (no global state, no GUI)."""
+    fig = Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, **kw)
+    return fig, axes
+
+
+def color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def save(fig: Figure, stem: Path, *, svg: bool = False) -> list[Path]:
+    """PNG without the metadata that changes run to run (software version, time)."""
+    paths = [stem.with_suffix(".png")]
+    fig.savefig(paths[0], format="png", metadata={"Software": None})
+    if svg:
+        paths.append(stem.with_suffix(".svg"))
+        fig.savefig(paths[1], format="svg", metadata={"Date": None, "Creator": None})
+    return paths

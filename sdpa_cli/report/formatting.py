@@ -1,0 +1,54 @@
+"""How numbers look in tables: one place, shared by the terminal, Markdown and HTML."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sdpa_cli.studies.result import Column
+
+MISSING = "—"
+
+
+def number(x: Any, fmt: str = "g") -> str:
+    """A cell: 5 significant digits, whole numbers as such, missing values as a dash."""
+    if x is None:
+        return MISSING
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return MISSING
+        if fmt == "int" and x.is_integer():
+            return str(int(x))
+        if fmt == "e":
+            return f"{x:.4e}"
+        if fmt.startswith("f") and fmt[1:].isdigit():
+            return f"{x:.{fmt[1:]}f}"
+        if x == 0:
+            return "0"
+        return f"{x:.5g}"
+    if isinstance(x, list | tuple):
+        return "[" + ", ".join(number(v, fmt) for v in x) + "]"
+    return str(x)
+
+
+def cell(row: dict[str, Any], column: Column) -> str:
+    value = row.get(column.key)
+    if column.fmt == "text":
+        return MISSING if value is None else str(value)
+    return number(value, column.fmt)
+
+
+def csv_value(x: Any) -> str:
+    """Full precision for machines: repr of floats, JSON for lists, empty for missing."""
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return repr(x) if math.isfinite(x) else ""
+    if isinstance(x, list | tuple | dict):
+        return json.dumps(x, ensure_ascii=False, separators=(",", ":"))
+    return str(x)

@@ -1,0 +1,80 @@
+"""Human output on stderr: rich tables for results, checks and audit findings."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from sdpa_cli.report.formatting import cell, number
+from sdpa_cli.studies.result import AuditEntry, Result, Table
+
+
+def console(file=None) -> Console:
+    """A stderr console; wide and plain when stderr is not a terminal (CI logs)."""
+    stream = file or sys.stderr
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    width = None if is_tty else int(os.environ.get("COLUMNS", "140"))
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False,
+                   force_terminal=None if is_tty else False)
+
+
+def rich_table(table: Table) -> RichTable:
+    out = RichTable(title=table.title, title_justify="left", header_style="bold")
+    for c in table.columns:
+        out.add_column(c.header, justify="left" if c.fmt == "text" else "right",
+                       no_wrap=c.fmt != "list")
+    for row in table.rows:
+        out.add_row(*(cell(dict(row), c) for c in table.columns))
+    return out
+
+
+def audit_table(entries: tuple[AuditEntry, ...]) -> RichTable:
+    out = RichTable(title="Audit of the document's numbers", title_justify="left",
+                    header_style="bold")
+    for header in ("where", "quantity", "printed", "computed", "status"):
+        out.add_column(header, overflow="fold",
+                       justify="right" if header in ("printed", "computed") else "left")
+    for a in entries:
+        if a.status == "match":
+            status = Text("match", style="green")
+        else:
+            status = Text("mismatch" + (" (accepted)" if a.accepted else ""),
+                          style="yellow" if a.accepted else "bold red")
+        out.add_row(a.source, a.quantity, a.printed, number(a.computed), status)
+    return out
+
+
+def show(result: Result, folder: Path | None, *, out: Console | None = None,
+         check: bool = False) -> None:
+    """The whole human report of one run."""
+    con = out or console()
+    con.print(Text(result.title, style="bold"))
+    if result.source:
+        con.print(Text(f"source: {result.source}", style="dim"))
+    for line in result.theory:
+        con.print(Text(f"theory: {line}", style="cyan"))
+    con.print(rich_table(result.table))
+    for t in result.tables:
+        con.print(rich_table(t))
+    if result.audit:
+        con.print(audit_table(result.audit))
+        for a in result.audit:
+            if a.status == "mismatch" and (a.note or a.accepted):
+                con.print(Text(f"  {a.quantity}: {a.note or a.accepted}", style="dim"))
+    for note in result.notes:
+        con.print(Text(f"note: {note}", style="dim"))
+    failed = [c for c in result.checks if not c.passed]
+    if result.checks:
+        summary = f"checks: {len(result.checks) - len(failed)}/{len(result.checks)} passed"
+        con.print(Text(summary, style="green" if not failed else "bold red"))
+        for c in failed:
+            con.print(Text(f"  FAIL {c.name}: {c.detail}", style="red"))
+        if failed and not check:
+            con.print(Text("  (exit code stays 0 without --check)", style="dim"))
+    if folder is not None:
+        con.print(Text(f"wrote {folder}", style="dim"))

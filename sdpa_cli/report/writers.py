@@ -1,0 +1,98 @@
+"""The run folder's text files: results.json, table.csv, table.md, spec.yaml (deterministic)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import yaml
+
+from sdpa_cli.report.formatting import cell, csv_value, number
+from sdpa_cli.studies.result import Result, Table
+
+
+def results_json(result: Result) -> str:
+    return json.dumps(result.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def table_csv(result: Result) -> str:
+    """Every field of every row of the main table, full precision, header first."""
+    rows = result.rows
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(keys)
+    for row in rows:
+        writer.writerow([csv_value(row.get(k)) for k in keys])
+    return out.getvalue()
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: Table) -> list[str]:
+    header = [c.header for c in table.columns]
+    lines = [
+        "| " + " | ".join(_md_escape(h) for h in header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    for row in table.rows:
+        lines.append("| " + " | ".join(_md_escape(cell(dict(row), c)) for c in table.columns)
+                     + " |")
+    return lines
+
+
+def table_md(result: Result) -> str:
+    """A page a person reads: title, source, theory, the table, checks, audit, notes."""
+    lines = [f"# {result.title}", ""]
+    if result.source:
+        lines += [f"Source: {result.source}", ""]
+    if result.description:
+        lines += [result.description, ""]
+    if result.theory:
+        lines += ["## Theory", ""] + [f"- {t}" for t in result.theory] + [""]
+    lines += [f"## {result.table.title}", "", *markdown_table(result.table), ""]
+    for t in result.tables:
+        lines += [f"## {t.title}", "", *markdown_table(t), ""]
+    if result.checks:
+        failed = [c for c in result.checks if not c.passed]
+        lines += ["## Checks", "",
+                  f"{len(result.checks) - len(failed)} of {len(result.checks)} passed.", ""]
+        lines += ["| check | result | detail |", "|---|---|---|"]
+        for c in result.checks:
+            lines.append(f"| {_md_escape(c.name)} | {'pass' if c.passed else '**FAIL**'} | "
+                         f"{_md_escape(c.detail)} |")
+        lines.append("")
+    if result.audit:
+        lines += ["## Audit of the document's numbers", "",
+                  "| where | quantity | printed | computed | tolerance | status |",
+                  "|---|---|---|---|---|---|"]
+        for a in result.audit:
+            status = a.status if a.status == "match" else "**mismatch**"
+            if a.accepted:
+                status += " (accepted)"
+            lines.append(
+                f"| {_md_escape(a.source)} | {_md_escape(a.quantity)} | {_md_escape(a.printed)} | "
+                f"{number(a.computed)} | {number(a.tolerance)} | {status} |"
+            )
+        lines.append("")
+        notes = [a for a in result.audit if a.note or a.accepted]
+        if notes:
+            lines += ["Notes on findings:", ""]
+            for a in notes:
+                why = _md_escape(a.note or a.accepted or "")
+                lines.append(f"- {_md_escape(a.quantity)}: {why}")
+            lines.append("")
+    if result.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in result.notes] + [""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def spec_yaml(spec: dict[str, Any]) -> str:
+    """The resolved spec, loadable again with `sdpa run spec.yaml`."""
+    return yaml.safe_dump(dict(spec), sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,173 @@
+"""Fields every spec shares: identity, seed, and the document's printed numbers to audit."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+)
+
+from sdpa_cli.numerics.scaling import Scaling
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a folder name that cannot climb out
+
+LAWS = ("normal", "uniform", "rademacher", "sphere")
+
+# Work guard: more random draws than this would run for hours; refuse up front (exit 2).
+MAX_DRAWS = 10**12
+
+
+class Model(BaseModel):
+    """Strict-shaped, immutable models: unknown keys and non-finite numbers are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _no_bool(kind: str) -> Any:
+    def check(v: Any) -> Any:
+        # YAML true/false would otherwise pass as 1/0 for a number field.
+        if isinstance(v, bool):
+            raise ValueError(f"must be {kind}, got {str(v).lower()}")
+        return v
+
+    return BeforeValidator(check)
+
+
+Int = Annotated[int, _no_bool("a whole number")]
+Float = Annotated[float, _no_bool("a number")]
+PosInt = Annotated[int, _no_bool("a whole number"), Field(ge=1)]
+
+
+def _parse_scaling(v: Any) -> Scaling:
+    if isinstance(v, Scaling):
+        return v
+    if not isinstance(v, str):
+        raise ValueError(f"a scaling is a word such as 'sqrt' or 'temperature:8', got {v!r}")
+    return Scaling.parse(v)
+
+
+ScalingField = Annotated[
+    Scaling, BeforeValidator(_parse_scaling), PlainSerializer(lambda s: s.label, return_type=str)
+]
+
+
+def scalings(*labels: str) -> Any:
+    """A default list of scaling rules (defaults are not validated, so parse them here)."""
+    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1)
+
+
+# --- printed numbers ------------------------------------------------------------------------
+
+_PRINTED = re.compile(
+    r"""^\s*(?P<approx>≈|~)?\s*
+    (?P<sign>[-+−])?
+    (?P<int>\d{1,3}(?:,\d{3})+|\d*)
+    (?:\.(?P<frac>\d*))?
+    (?:\s*(?:[eE](?P<exp>[-+]?\d+)|[×x]\s*10\^(?P<exp10>[-+]?\d+)))?
+    \s*(?P<pct>%)?\s*$""",
+    re.X,
+)
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A number as a document printed it: its value and the unit of its last digit."""
+
+    value: float
+    unit: float  # 1 for "16", 0.01 for "16.05", 0.001 for "94.7%"
+    text: str
+    approx: bool = False  # printed with "≈" or "~"
+
+    @classmethod
+    def parse(cls, raw: Any) -> Printed:
+        if isinstance(raw, Printed):
+            return raw
+        if isinstance(raw, bool) or raw is None:
+            raise ValueError(f"a documented value must be a number, got {raw!r}")
+        text = repr(raw) if isinstance(raw, float) else str(raw)
+        m = _PRINTED.match(text)
+        if not m or not (m["int"] or m["frac"]):
+            raise ValueError(f"cannot read {text!r} as a printed number")
+        digits = m["int"].replace(",", "") or "0"
+        frac = m["frac"] or ""
+        exp = int(m["exp"] or m["exp10"] or 0)
+        value = float(f"{digits}.{frac or '0'}e{exp}")
+        unit = 10.0 ** (exp - len(frac))
+        if m["pct"]:
+            value, unit = value / 100.0, unit / 100.0
+        if m["sign"] in ("-", "−"):
+            value = -value
+        if not math.isfinite(value):
+            raise ValueError(f"{text!r} is not a finite number")
+        return cls(value, unit, text.strip(), bool(m["approx"]))
+
+
+PrintedTree = Printed | list["PrintedTree"]
+
+
+def _parse_tree(v: Any) -> PrintedTree:
+    """A printed number, or a (nested) list of them, e.g. a row of softmax weights."""
+    if isinstance(v, list):
+        if not v:
+            raise ValueError("an empty list documents nothing")
+        return [_parse_tree(item) for item in v]
+    return Printed.parse(v)
+
+
+def _dump_tree(v: PrintedTree) -> Any:
+    return [_dump_tree(item) for item in v] if isinstance(v, list) else v.text
+
+
+PrintedValue = Annotated[Any, BeforeValidator(_parse_tree), PlainSerializer(_dump_tree)]
+
+QUANTITY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\[\d+\])*$"
+
+
+class Documented(Model):
+    """A number the document prints, with where it appears and how to compare it."""
+
+    where: str = Field(min_length=1)  # section or line of the document
+    quantity: str = Field(pattern=QUANTITY_PATTERN)  # e.g. variance, probs[0], weights[1][2]
+    row: dict[str, str | int | float] = {}  # picks one row of the table, e.g. {dim: 16}
+    part: str | None = None  # worked examples: which part of the example
+    value: PrintedValue  # as printed; a list is compared element by element
+    approx: bool = False  # printed with "≈": allow a whole unit of the last digit
+    tolerance: float | None = Field(None, ge=0)  # absolute, replaces the printed-digit rule
+    rel_tolerance: float | None = Field(None, ge=0)  # relative to the computed value
+    accepted: str | None = None  # why a known mismatch is accepted (kept in the audit)
+    note: str | None = None  # shown beside the finding
+
+    @field_validator("row", mode="before")
+    @classmethod
+    def _row_values(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for key, item in v.items():
+                if isinstance(item, bool) or not isinstance(item, str | int | float):
+                    raise ValueError(f"row key {key!r} needs a number or a word")
+        return v
+
+
+class SpecBase(Model):
+    """Identity and bookkeeping shared by every study."""
+
+    study: str
+    name: str | None = Field(None, pattern=NAME_PATTERN)  # output folder; default: file stem
+    title: str = ""  # one line shown above the table
+    source: str = ""  # document file and section this spec reproduces
+    description: str = ""  # one line for listings and the report
+    seed: Int | None = Field(None, ge=0)  # entropy of the run; drawn and recorded if absent
+    documented: list[Documented] = []  # the document's printed numbers, audited
+
+    @property
+    def document(self) -> str:
+        """The document file named in `source` (the part before the first comma)."""
+        return self.source.split(",")[0].strip()

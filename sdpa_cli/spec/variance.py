@@ -1,0 +1,93 @@
+"""The variance spec: Monte Carlo of q·k versus dimension, raw and scaled."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.spec.common import (
+    MAX_DRAWS,
+    Float,
+    Int,
+    PosInt,
+    ScalingField,
+    SpecBase,
+    scalings,
+)
+
+DEFAULT_DIMS = (3, 100, 1000)  # the Day-74 experiment
+
+
+class VectorLawFields(SpecBase):
+    """How queries and keys are drawn; shared by the studies that draw random vectors."""
+
+    distribution: Literal["normal", "uniform", "rademacher", "sphere"] = "normal"
+    mean: Float = 0.0  # mean of every component
+    std: Float = Field(1.0, gt=0)  # standard deviation of every component
+    correlation: Float = Field(0.0, ge=-1.0, le=1.0)  # corr(q_i, k_i)
+    d_model: PosInt | None = None  # with heads: d_k = d_model / heads
+    heads: PosInt | None = None
+    method: Literal["direct", "exact"] = "direct"  # exact: q·k from its law, O(1) per pair
+
+    @model_validator(mode="after")
+    def _law_rules(self) -> VectorLawFields:
+        if self.distribution == "sphere":
+            for name, default in (("mean", 0.0), ("std", 1.0), ("correlation", 0.0)):
+                if getattr(self, name) != default:
+                    raise SpecFieldError(
+                        (name,), f"unit vectors (distribution: sphere) have no {name}; remove it"
+                    )
+        if self.method == "exact" and self.distribution not in ("normal", "sphere"):
+            raise SpecFieldError(
+                ("method",), f"the exact method exists for normal and sphere, not "
+                f"{self.distribution}; use method: direct"
+            )
+        if (self.d_model is None) != (self.heads is None):
+            missing = "heads" if self.heads is None else "d_model"
+            raise SpecFieldError((missing,), "d_model and heads go together; give both")
+        if self.d_model is not None and self.heads is not None and self.d_model % self.heads:
+            raise SpecFieldError(
+                ("heads",), f"d_model {self.d_model} is not divisible by {self.heads} heads"
+            )
+        return self
+
+    def resolve_dims(self, dims: list[int] | None) -> list[int]:
+        """dims as given, or d_model/heads, or the default; never both sources."""
+        if self.d_model is not None and self.heads is not None:
+            if dims is not None:
+                raise SpecFieldError(("dims",), "give dims or d_model with heads, not both")
+            return [self.d_model // self.heads]
+        return list(dims) if dims is not None else list(DEFAULT_DIMS)
+
+
+class VarianceSpec(VectorLawFields):
+    """Dot-product variance versus dimension."""
+
+    study: Literal["variance"] = "variance"
+    dims: list[PosInt] | None = Field(None, min_length=1)  # default 3, 100, 1000
+    pairs: Int = Field(1000, ge=2)  # (q, k) pairs per dimension
+    scalings: list[ScalingField] = scalings("none", "sqrt")
+    bins: Int = Field(50, ge=1, le=1000)  # histogram bins in the figures
+    se_tolerance: Float = Field(4.0, gt=0)  # a check passes when |z| ≤ this
+
+    @model_validator(mode="after")
+    def _resolve(self) -> VarianceSpec:
+        dims = self.resolve_dims(self.dims)
+        object.__setattr__(self, "dims", dims)
+        labels = [s.label for s in self.scalings]
+        for i, label in enumerate(labels):
+            if label in labels[:i]:
+                raise SpecFieldError(("scalings", i), f"{label!r} is listed twice")
+        if self.method == "exact" and any(s.cosine for s in self.scalings):
+            raise SpecFieldError(("scalings",), "cosine scaling needs the vectors: method direct")
+        per_pair = 3 if self.method == "exact" else 2
+        draws = sum(self.pairs * (per_pair if self.method == "exact" else per_pair * d)
+                    for d in dims)
+        if draws > MAX_DRAWS:
+            raise SpecFieldError(
+                ("pairs",), f"would draw {draws:.2g} random numbers (hours of work); the limit "
+                f"is {MAX_DRAWS:.0e}: lower pairs or dims, or use method: exact"
+            )
+        return self

@@ -1,0 +1,140 @@
+"""What a study returns: rows, checks, audit findings and figure data, ready to render."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: the row key, its header, and how to show its numbers."""
+
+    key: str
+    header: str
+    fmt: str = "g"  # "int", "g" (6 significant digits), "e" (scientific), "text", "list"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """A number the document prints beside the recomputed truth."""
+
+    source: str  # document and where in it
+    quantity: str
+    documented: float
+    computed: float | None
+    status: str  # "match" or "mismatch"
+    printed: str  # the number exactly as printed
+    tolerance: float
+    basis: str  # how the tolerance was set
+    accepted: str | None = None  # why a known mismatch is accepted
+    note: str | None = None
+
+    @property
+    def unaccepted(self) -> bool:
+        return self.status == "mismatch" and not self.accepted
+
+    @property
+    def stale(self) -> bool:
+        """An accepted finding that no longer reproduces: the acceptance should go."""
+        return self.status == "match" and bool(self.accepted)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """Data for one figure; the report layer's renderer `kind` draws it to `name`.png."""
+
+    name: str
+    kind: str
+    title: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Result:
+    study: str
+    name: str
+    title: str
+    source: str
+    description: str
+    spec: Mapping[str, Any]  # the resolved spec, JSON-ready
+    table: Table
+    checks: tuple[Check, ...] = ()
+    audit: tuple[AuditEntry, ...] = ()
+    theory: tuple[str, ...] = ()  # the closed forms the measurements stand beside
+    notes: tuple[str, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    tables: tuple[Table, ...] = ()  # further tables (after the main one)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more JSON fields, e.g. steps
+
+    @property
+    def rows(self) -> tuple[Mapping[str, Any], ...]:
+        return self.table.rows
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        """The results.json document; NaN and infinities become null."""
+        doc: dict[str, Any] = {
+            "study": self.study,
+            "name": self.name,
+            "title": self.title,
+            "source": self.source,
+            "spec": self.spec,
+            "rows": list(self.rows),
+            "checks": [vars(c) for c in self.checks],
+            "audit": [
+                {
+                    "source": a.source,
+                    "quantity": a.quantity,
+                    "documented": a.documented,
+                    "computed": a.computed,
+                    "status": a.status,
+                    "printed": a.printed,
+                    "tolerance": a.tolerance,
+                    "basis": a.basis,
+                    "accepted": a.accepted,
+                    "note": a.note,
+                }
+                for a in self.audit
+            ],
+            "passed": self.passed,
+            "theory": list(self.theory),
+            "notes": list(self.notes),
+        }
+        for t in self.tables:
+            doc.setdefault("tables", {})[t.name] = list(t.rows)
+        doc.update(self.extra)
+        return clean(doc)
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe copy: NumPy scalars to Python, NaN/±inf to None, tuples to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, str):  # NumPy scalars and arrays
+        return clean(value.tolist())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
