@@ -81,11 +81,15 @@ def simulate_dots(
     want_cos = cosine and method == "direct"
 
     def work(b: int) -> tuple[np.ndarray, np.ndarray | None, int]:
+        # Every block draws its full planned rows, even the last, and keeps what is needed:
+        # then a run of N pairs is exactly the first N pairs of a longer run.
         rng = block_generator(entropy, (*key, b))
-        rows = plan.rows_in(b)
+        keep = plan.rows_in(b)
         if method == "exact":
-            return exact_block(rng, law, rows, d), None, 0
-        return direct_block(rng, law, rows, d, plan.cols, want_cos)
+            return exact_block(rng, law, plan.rows, d)[:keep], None, 0
+        dot, cos, degenerate = direct_block(rng, law, plan.rows, d, plan.cols, want_cos,
+                                            keep=keep)
+        return dot, cos, degenerate
 
     def fold(acc: DotStats, part: tuple[np.ndarray, np.ndarray | None, int]) -> DotStats:
         dot, cos, degenerate = part

@@ -110,24 +110,29 @@ def fill_pairs(
 
 
 def direct_block(
-    rng: np.random.Generator, law: PairLaw, rows: int, d: int, cols: int, cosine: bool
+    rng: np.random.Generator, law: PairLaw, rows: int, d: int, cols: int, cosine: bool,
+    keep: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, int]:
     """q·k for `rows` pairs of d-dimensional vectors, cos(q, k) when asked, and the number
     of pairs holding a zero vector (whose cosine is undefined and set to 0).
 
     For the sphere law the vectors are normalised, so the first array is already u·v.
+    All `rows` are drawn (the stream must not depend on `keep`); only the first `keep`
+    are summed and returned.
     """
     work = _WORK
-    dot = np.zeros(rows)
+    keep = rows if keep is None else keep
+    dot = np.zeros(keep)
     norms = cosine or law.kind == "sphere"
-    nq = np.zeros(rows) if norms else None
-    nk = np.zeros(rows) if norms else None
+    nq = np.zeros(keep) if norms else None
+    nk = np.zeros(keep) if norms else None
     for start in range(0, d, cols):
         width = min(cols, d - start)
         size = rows * width
         q = work.q[:size].reshape(rows, width)
         k = work.k[:size].reshape(rows, width)
         fill_pairs(rng, law, q, k, work.mask[:size].reshape(rows, width))
+        q, k = q[:keep], k[:keep]
         dot += np.einsum("ij,ij->i", q, k)
         if norms:
             nq += np.einsum("ij,ij->i", q, q)
@@ -137,8 +142,8 @@ def direct_block(
     denom = np.sqrt(nq * nk)
     # A zero vector (possible for shifted Rademacher components) has no direction.
     defined = denom > 0
-    cos = np.divide(dot, denom, out=np.zeros(rows), where=defined)
-    degenerate = rows - int(np.count_nonzero(defined))
+    cos = np.divide(dot, denom, out=np.zeros(keep), where=defined)
+    degenerate = keep - int(np.count_nonzero(defined))
     if law.kind == "sphere":
         return cos, (cos if cosine else None), degenerate
     return dot, cos, degenerate

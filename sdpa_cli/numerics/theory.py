@@ -124,12 +124,13 @@ def variance_se(variance: float, mu4: float, n: int) -> float:
 # --- densities, for the curves drawn over histograms -------------------------------------
 
 
-def log_bessel_k(nu: float, z: np.ndarray, points: int = 4001) -> np.ndarray:
+def log_bessel_k(nu: float, z: np.ndarray, points: int = 129) -> np.ndarray:
     """log K_ν(z) for z > 0 from K_ν(z) = ∫₀^∞ exp(−z·cosh t)·cosh(νt) dt.
 
-    The integrand is summed in log space on a window around its peak t* = asinh(ν/z), so
-    neither a large order ν nor a tiny z overflows. Evaluated in chunks of z so that the
-    work array stays a few MB whatever the number of points asked for.
+    The integrand is summed in log space with the trapezoid rule on the window where it is
+    within e⁻⁴⁰ of its peak t* = asinh(ν/z); the integrand is analytic, so the rule converges
+    geometrically and 129 points give full double precision for any order and argument
+    (checked against mpmath in the tests). Evaluated in chunks of z to bound memory.
     """
     z = np.atleast_1d(np.asarray(z, dtype=float))
     out = np.empty_like(z)
@@ -140,12 +141,34 @@ def log_bessel_k(nu: float, z: np.ndarray, points: int = 4001) -> np.ndarray:
     return out
 
 
-def _log_bessel_k_chunk(nu: float, z: np.ndarray, points: int) -> np.ndarray:
+_DROP = 40.0  # the integrand is summed where it is within e^-40 of its peak
+
+
+def _bessel_window(nu: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Peak t* and how far below and above it the log-integrand stays within _DROP.
+
+    With h(t) = −z·cosh t + νt and R = √(z² + ν²) = z·cosh t*:
+    above: h(t*+Δ) − h(t*) ≤ −R(cosh Δ − 1), so Δ = acosh(1 + drop/R) suffices;
+    below: h(t*−Δ) − h(t*) = −(R−ν)(cosh Δ − 1) − ν(Δ − 1 + e^−Δ), solved by bisection.
+    """
     t_peak = np.arcsinh(nu / z)
-    radius = np.hypot(z, nu)  # z·cosh t* = √(z² + ν²)
-    width = 1.0 / np.sqrt(radius)
-    below = np.minimum(t_peak, 80.0 / max(nu, 1e-300) + 10.0 * width)
-    above = np.arccosh(1.0 + 80.0 / radius) + 10.0 * width
+    radius = np.hypot(z, nu)
+    above = np.arccosh(1.0 + _DROP / radius)
+    excess = radius - nu
+    hi = np.arccosh(1.0 + _DROP / np.maximum(excess, 1e-300))
+    if nu > 0:
+        hi = np.minimum(hi, _DROP / nu + 2.0)
+    lo = np.zeros_like(hi)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        short = excess * (np.cosh(mid) - 1.0) + nu * (mid - 1.0 + np.exp(-mid)) < _DROP
+        lo = np.where(short, mid, lo)
+        hi = np.where(short, hi, mid)
+    return t_peak, np.minimum(t_peak, hi), above
+
+
+def _log_bessel_k_chunk(nu: float, z: np.ndarray, points: int) -> np.ndarray:
+    t_peak, below, above = _bessel_window(nu, z)
     u = np.linspace(0.0, 1.0, points)
     t = (t_peak - below)[:, None] + (below + above)[:, None] * u[None, :]
     nut = nu * t

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.panel import Panel as RichPanel
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -58,6 +59,10 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         con.print(Text(f"source: {result.source}", style="dim"))
     for line in result.theory:
         con.print(Text(f"theory: {line}", style="cyan"))
+    for panel in result.panels:
+        border = {"ok": "green", "warn": "yellow"}.get(panel.style, "blue")
+        con.print(RichPanel(Text("\n".join(panel.lines)), title=panel.title,
+                            title_align="left", border_style=border, expand=False))
     con.print(rich_table(result.table))
     for t in result.tables:
         con.print(rich_table(t))

@@ -56,6 +56,9 @@ def table_md(result: Result) -> str:
         lines += [result.description, ""]
     if result.theory:
         lines += ["## Theory", ""] + [f"- {t}" for t in result.theory] + [""]
+    for panel in result.panels:
+        mark = " (finding)" if panel.style == "warn" else ""
+        lines += [f"### {panel.title}{mark}", "", "```text", *panel.lines, "```", ""]
     lines += [f"## {result.table.title}", "", *markdown_table(result.table), ""]
     for t in result.tables:
         lines += [f"## {t.title}", "", *markdown_table(t), ""]

@@ -58,7 +58,9 @@ def compare(
         and math.isfinite(computed)
         and abs(printed.value - computed) <= tol * (1 + 1e-9) + 1e-300
     )
-    source = f"{document}, {entry.where}" if document else entry.where
+    # An entry may quote another document than the spec's own: it then names the file.
+    names_file = re.match(r"^\S+\.(txt|md|ipynb)\b", entry.where) is not None
+    source = entry.where if names_file or not document else f"{document}, {entry.where}"
     return AuditEntry(
         source=source,
         quantity=quantity,

@@ -68,6 +68,15 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Panel:
+    """A titled block of monospaced lines, e.g. one step of a worked example."""
+
+    title: str
+    lines: tuple[str, ...]
+    style: str = "plain"  # "plain", "ok" or "warn" (a finding the reader should see)
+
+
+@dataclass(frozen=True)
 class Result:
     study: str
     name: str
@@ -82,6 +91,7 @@ class Result:
     notes: tuple[str, ...] = ()
     figures: tuple[Figure, ...] = ()
     tables: tuple[Table, ...] = ()  # further tables (after the main one)
+    panels: tuple[Panel, ...] = ()  # step-by-step blocks shown before the tables
     extra: Mapping[str, Any] = field(default_factory=dict)  # more JSON fields, e.g. steps
 
     @property

@@ -1,0 +1,51 @@
+"""Shared fixtures: run sdpa in-process in a scratch folder and capture what it prints."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sdpa_cli.cli import run
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ROOT / "experiments"
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh current folder, so outputs/ lands in tmp and never in the checkout."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    return tmp_path
+
+
+@pytest.fixture
+def sdpa(workdir: Path, capsys: pytest.CaptureFixture[str]):
+    """sdpa("variance", "--dims", "3") -> Outcome(code, stdout, stderr), in-process."""
+
+    def call(*args: str) -> Outcome:
+        capsys.readouterr()
+        code = run([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Outcome(code, captured.out, captured.err)
+
+    return call
+
+
+def write_spec(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
