@@ -1,0 +1,102 @@
+"""Softmax, entropy and the softmax Jacobian J = diag(p) − ppᵀ, stable at any scale.
+
+Everything works on the last axis and broadcasts over the others, so a block of score rows
+is one call. Masked scores are −inf and get weight exactly 0; at huge scales the weights are
+exactly 0 and 1, never NaN, and no NumPy warning escapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _check(z: np.ndarray) -> None:
+    if np.isnan(z).any() or np.isposinf(z).any():
+        raise ValueError("scores must be finite or −inf (masked)")
+    if (np.isneginf(z).all(axis=-1)).any():
+        raise ValueError("a row with every score masked has no softmax")
+
+
+def log_softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """log softmax(scale·z) along the last axis, computed as scale·(z − max z) − log Σ …
+
+    Subtracting the row maximum *before* scaling keeps scale·z from overflowing: the
+    shifted scores are ≤ 0, so scaling can only send them towards −inf, where exp is 0.
+    """
+    z = np.asarray(z, dtype=float)
+    _check(z)
+    if not scale > 0:
+        raise ValueError("the scale must be > 0")
+    top = z.max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # −inf − finite = −inf; scale·(−inf) = −inf: masked entries stay masked.
+        shifted = (z - top) * scale
+    shifted = np.where(np.isnan(shifted), -np.inf, shifted)
+    with np.errstate(under="ignore"):
+        total = np.exp(shifted).sum(axis=-1, keepdims=True)  # ≥ 1: the maximum gives e⁰
+    return shifted - np.log(total)
+
+
+def softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    with np.errstate(under="ignore"):
+        return np.exp(log_softmax(z, scale))
+
+
+def entropy(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """Shannon entropy (nats) of softmax(scale·z), with 0·log 0 = 0."""
+    logp = log_softmax(z, scale)
+    with np.errstate(under="ignore"):
+        p = np.exp(logp)
+    terms = np.where(p > 0, p * np.where(np.isfinite(logp), logp, 0.0), 0.0)
+    return np.maximum(-terms.sum(axis=-1), 0.0)
+
+
+def one_minus(p: np.ndarray) -> np.ndarray:
+    """1 − p_i for every entry, exact even when p_i is within 1e-300 of 1.
+
+    For the largest weight 1 − p_max is the sum of the others (no cancellation); every other
+    weight is at most 1/2, where 1 − p_i loses nothing.
+    """
+    p = np.asarray(p, dtype=float)
+    out = 1.0 - p
+    idx = np.expand_dims(p.argmax(axis=-1), -1)
+    others = np.where(np.arange(p.shape[-1]) == idx, 0.0, p).sum(axis=-1, keepdims=True)
+    np.put_along_axis(out, idx, others, axis=-1)
+    return out
+
+
+def jacobian(p: np.ndarray) -> np.ndarray:
+    """J = diag(p) − ppᵀ for one weight vector p (n × n; for small n)."""
+    p = np.asarray(p, dtype=float)
+    j = -np.outer(p, p)
+    np.fill_diagonal(j, p * one_minus(p))
+    return j
+
+
+def jacobian_norms(p: np.ndarray) -> dict[str, np.ndarray]:
+    """Frobenius norm, largest |entry| and trace of J for every row, in O(n) per row.
+
+    ‖J‖²_F = Σ_i (p_i(1−p_i))² + Σ_{i≠j} p_i²p_j². With m the largest weight,
+    A = Σ_{j≠m} p_j² and B = Σ_{j≠m} p_j⁴, the cross sum is 2p_m²A + (A² − B): no term of
+    size 1 cancels, so the norm keeps its relative accuracy when p is nearly one-hot.
+    The largest |entry| is max(max_i p_i(1−p_i), p₍₁₎p₍₂₎); the trace is Σ p_i(1−p_i).
+    """
+    p = np.asarray(p, dtype=float)
+    with np.errstate(under="ignore"):
+        diag = p * one_minus(p)
+        idx = np.expand_dims(p.argmax(axis=-1), -1)
+        pm = np.take_along_axis(p, idx, axis=-1)[..., 0]
+        rest = np.where(np.arange(p.shape[-1]) == idx, 0.0, p)
+        sq = rest * rest
+        a = sq.sum(axis=-1)
+        b = (sq * sq).sum(axis=-1)
+        cross = 2.0 * pm * pm * a + np.maximum(a * a - b, 0.0)
+        frob = np.sqrt((diag * diag).sum(axis=-1) + cross)
+        second = rest.max(axis=-1) if p.shape[-1] > 1 else np.zeros_like(pm)
+        max_abs = np.maximum(diag.max(axis=-1), pm * second)
+    return {"frobenius": frob, "max_abs": max_abs, "trace": diag.sum(axis=-1)}
+
+
+def spectral_norm(p: np.ndarray) -> float:
+    """Largest eigenvalue of J (symmetric positive semi-definite, so also its 2-norm)."""
+    return float(np.linalg.eigvalsh(jacobian(p))[-1])
