@@ -92,10 +92,17 @@ def test_same_seed_same_numbers_other_seed_other_numbers():
     assert a != c
 
 
-def test_first_values_do_not_depend_on_how_many_follow():
-    # Blocks are fixed by d, so a longer run starts with exactly the same draws.
-    short = _run(PairLaw("normal"), 10, 1000)[1].dot.sample.values
-    long = _run(PairLaw("normal"), 10, 50_000)[1].dot.sample.values
+@pytest.mark.parametrize("law,method", [
+    (PairLaw("normal"), "direct"),
+    (PairLaw("uniform", 0.2, -0.5), "direct"),  # coin flips from the side stream
+    (PairLaw("normal", 0.5, 0.3), "exact"),  # second χ² from the side stream
+    (PairLaw("sphere"), "exact"),
+])
+def test_first_values_do_not_depend_on_how_many_follow(law, method):
+    # Blocks are fixed by d and rows are drawn in order: a longer run starts with exactly
+    # the same pairs, so --pairs 5000 extends --pairs 1000 instead of replacing it.
+    short = _run(law, 10, 1000, method)[1].dot.sample.values
+    long = _run(law, 10, 50_000, method)[1].dot.sample.values
     assert np.array_equal(short, long[:1000])
 
 

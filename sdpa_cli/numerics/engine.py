@@ -7,14 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sdpa_cli.numerics.blocks import fold_blocks
-from sdpa_cli.numerics.moments import Histogram, Moments, Reservoir
+from sdpa_cli.numerics.moments import Histogram, Moments, Reservoir, bin_counts
 from sdpa_cli.numerics.rng import block_generator
-from sdpa_cli.numerics.sampling import (
-    PairLaw,
-    direct_block,
-    exact_block,
-    plan_blocks,
-)
+from sdpa_cli.numerics.sampling import PairLaw, direct_block, exact_block, plan_blocks
 
 FINE_BINS = 8192  # histogram resolution; figures merge whole fine bins
 SAMPLE_CAP = 100_000  # raw values kept per stream; quantiles beyond it come from the histogram
@@ -27,17 +22,6 @@ class Summary:
     moments: Moments
     histogram: Histogram
     sample: Reservoir
-
-    @classmethod
-    def empty(cls, lo: float, hi: float, cap: int) -> Summary:
-        return cls(Moments(), Histogram.empty(lo, hi, FINE_BINS), Reservoir.empty(cap))
-
-    def add(self, x: np.ndarray) -> Summary:
-        return Summary(
-            self.moments.merge(Moments.of(x)),
-            self.histogram.merge(self.histogram.of(x)),
-            self.sample.merge(x),
-        )
 
     @property
     def complete(self) -> bool:
@@ -59,6 +43,56 @@ class DotStats:
     degenerate: int  # pairs with a zero vector, whose cosine is undefined
 
 
+@dataclass(frozen=True)
+class _Part:
+    """One block's summary, computed in the worker thread that drew the block."""
+
+    moments: Moments
+    counts: np.ndarray
+    under: int
+    over: int
+    head: np.ndarray  # the block's first values, for the capped sample
+
+    @classmethod
+    def of(cls, x: np.ndarray, lo: float, hi: float, cap: int) -> _Part:
+        counts, under, over = bin_counts(x, lo, hi, FINE_BINS)
+        return cls(Moments.of(x), counts, under, over, x[:cap])
+
+
+class _Stream:
+    """Folds block summaries, in block order, into running totals (mutated in place: the
+    fold runs on one thread, and copying 8192 counts per block would cost more than it)."""
+
+    def __init__(self, lo: float, hi: float, cap: int) -> None:
+        self.lo, self.hi, self.cap = lo, hi, cap
+        self.moments = Moments()
+        self.counts = np.zeros(FINE_BINS, dtype=np.int64)
+        self.under = self.over = 0
+        self.heads: list[np.ndarray] = []
+        self.kept = 0
+
+    def add(self, part: _Part) -> None:
+        self.moments = self.moments.merge(part.moments)
+        self.counts += part.counts
+        self.under += part.under
+        self.over += part.over
+        if self.kept < self.cap:
+            head = part.head[: self.cap - self.kept]
+            self.heads.append(head.copy())
+            self.kept += head.size
+
+    def freeze(self) -> Summary:
+        values = np.concatenate(self.heads) if self.heads else np.empty(0)
+        return Summary(self.moments, Histogram(self.lo, self.hi, self.counts, self.under,
+                                               self.over), Reservoir(self.cap, values))
+
+
+def _needs_side(law: PairLaw, method: str) -> bool:
+    if method == "exact":
+        return law.kind == "normal" and law.rho < 1.0 and law.rho > -1.0
+    return law.rho != 0.0 and law.kind != "normal"
+
+
 def simulate_dots(
     law: PairLaw,
     d: int,
@@ -75,33 +109,39 @@ def simulate_dots(
     """Draw `pairs` dot products in standardized units and summarise them.
 
     Block b uses SeedSequence(entropy, spawn_key=key + (b,)); the block layout depends only
-    on d and the method, so the result depends only on (law, d, pairs, entropy, key).
+    on d and the method, so the result depends only on (law, d, pairs, entropy, key), never
+    on `workers`. Workers draw and summarise blocks; summaries are folded in block order.
     """
     plan = plan_blocks(d, pairs, method)
     want_cos = cosine and method == "direct"
+    lo, hi = dot_range
+    cos_lo, cos_hi = -1.0, 1.0 + 1e-12
 
-    def work(b: int) -> tuple[np.ndarray, np.ndarray | None, int]:
-        # Every block draws its full planned rows, even the last, and keeps what is needed:
-        # then a run of N pairs is exactly the first N pairs of a longer run.
+    def work(b: int) -> tuple[_Part, _Part | None, int]:
+        # Block b's main stream is spawn_key (…, b); its side stream (correlation coin flips,
+        # the second χ² of the exact method) is the child (…, b, 1). Rows are drawn in
+        # order, so a run of N pairs is exactly the first N pairs of any longer run.
         rng = block_generator(entropy, (*key, b))
-        keep = plan.rows_in(b)
+        side = block_generator(entropy, (*key, b, 1)) if _needs_side(law, method) else None
+        rows = plan.rows_in(b)
         if method == "exact":
-            return exact_block(rng, law, plan.rows, d)[:keep], None, 0
-        dot, cos, degenerate = direct_block(rng, law, plan.rows, d, plan.cols, want_cos,
-                                            keep=keep)
-        return dot, cos, degenerate
+            dot, cos, degenerate = exact_block(rng, law, rows, d, side), None, 0
+        else:
+            dot, cos, degenerate = direct_block(rng, law, rows, d, plan.cols, want_cos, side)
+        cos_part = _Part.of(cos, cos_lo, cos_hi, sample_cap) if cos is not None else None
+        return _Part.of(dot, lo, hi, sample_cap), cos_part, degenerate
 
-    def fold(acc: DotStats, part: tuple[np.ndarray, np.ndarray | None, int]) -> DotStats:
-        dot, cos, degenerate = part
-        return DotStats(
-            acc.dot.add(dot),
-            acc.cosine.add(cos) if acc.cosine is not None and cos is not None else acc.cosine,
-            acc.degenerate + degenerate,
-        )
+    dot_stream = _Stream(lo, hi, sample_cap)
+    cos_stream = _Stream(cos_lo, cos_hi, sample_cap) if want_cos else None
+    degenerate = 0
 
-    start = DotStats(
-        Summary.empty(*dot_range, sample_cap),
-        Summary.empty(-1.0, 1.0 + 1e-12, sample_cap) if want_cos else None,
-        0,
-    )
-    return fold_blocks(plan.blocks, work, fold, start, workers)
+    def fold(acc: int, parts: tuple[_Part, _Part | None, int]) -> int:
+        dot_part, cos_part, bad = parts
+        dot_stream.add(dot_part)
+        if cos_stream is not None and cos_part is not None:
+            cos_stream.add(cos_part)
+        return acc + bad
+
+    degenerate = fold_blocks(plan.blocks, work, fold, 0, workers)
+    return DotStats(dot_stream.freeze(), cos_stream.freeze() if cos_stream else None,
+                    degenerate)

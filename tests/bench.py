@@ -1,0 +1,144 @@
+"""Benchmark of the engine against NumPy's own fill rate; run: python tests/bench.py.
+
+Prints ratios measured in one run on this machine (not a test: pytest does not collect it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+from sdpa_cli.numerics.engine import simulate_dots
+from sdpa_cli.numerics.rng import BIT_GENERATOR, block_generator
+from sdpa_cli.numerics.sampling import CHUNK, PairLaw
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def floor(total: int) -> float:
+    """NumPy alone: fill `total` standard normals into one preallocated buffer, same bit
+    generator, same buffer size as the engine."""
+    rng = block_generator(1, (0,))
+    buf = np.empty(CHUNK)
+    full, rest = divmod(total, CHUNK)
+    for _ in range(full):
+        rng.standard_normal(out=buf)
+    if rest:
+        rng.standard_normal(out=buf[:rest])
+    return 0.0
+
+
+def engine(d: int, pairs: int, workers: int = 1, method: str = "direct"):
+    return simulate_dots(PairLaw("normal"), d, pairs, entropy=1, key=(0,), method=method,
+                         workers=workers, dot_range=(-16 * d**0.5, 16 * d**0.5))
+
+
+def peak_rss_mb(args: list[str]) -> tuple[float, float]:
+    """Peak resident memory (MB) and wall time of `sdpa ARGS` in a fresh process."""
+    code = textwrap.dedent(f"""
+        import resource, subprocess, sys, time
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "sdpa_cli", *{args!r}], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dt = time.perf_counter() - t
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, dt)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.environ.get("TMPDIR", "/tmp")).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def startup(cmd: list[str], repeat: int = 7) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def per_pair_loop(dims: list[int], pairs: int) -> float:
+    """The documents' approach: one Python iteration per pair (np.random.randn + np.dot)."""
+    t = time.perf_counter()
+    for d in dims:
+        products = []
+        for _ in range(pairs):
+            products.append(np.dot(np.random.randn(d), np.random.randn(d)))
+        np.var(products)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (about 20 s)")
+    opts = ap.parse_args()
+    scale = 4 if opts.quick else 1
+    print(f"sdpa engine benchmark — {time.strftime('%Y-%m-%d')}, {platform.processor() or '?'}"
+          f" {os.cpu_count()} cores, Python {platform.python_version()}, NumPy "
+          f"{np.__version__}, bit generator {BIT_GENERATOR}, block {CHUNK} numbers")
+    print()
+    print(f"{'configuration':44} {'engine s':>9} {'floor s':>9} {'ratio':>7}")
+    results = {}
+    for d, pairs in ((1024, 60_000 // scale), (8192, 8_000 // scale)):
+        total = 2 * d * pairs
+        fl = best_of(lambda t=total: floor(t), 3)
+        one = best_of(lambda d=d, p=pairs: engine(d, p, 1), 3)
+        two = best_of(lambda d=d, p=pairs: engine(d, p, 2), 3)
+        same = engine(d, pairs, 1).dot.moments == engine(d, pairs, 2).dot.moments
+        results[d] = (one, two, same)
+        print(f"{f'direct d={d} pairs={pairs}, 1 worker':44} {one:9.3f} {fl:9.3f} {one / fl:7.3f}")
+    print()
+    print(f"{'two workers':44} {'1 worker':>9} {'2 workers':>9} {'speedup':>7} identical")
+    for d, (one, two, same) in results.items():
+        print(f"{f'direct d={d}':44} {one:9.3f} {two:9.3f} {one / two:7.2f} {same}")
+    print()
+    pairs = 2_000_000 // scale
+    small = best_of(lambda: engine(16, pairs, 1, "exact"), 3)
+    large = best_of(lambda: engine(1_000_000, pairs, 1, "exact"), 3)
+    print(f"exact method, {pairs} pairs: d=16 {small:.3f}s, d=1e6 {large:.3f}s "
+          f"(ratio {large / small:.2f}: cost independent of d)")
+    print()
+    print(f"{'peak memory (fresh process, whole CLI run)':44} {'MB':>9} {'wall s':>9}")
+    for args in (["variance", "--dims", "1000000", "--pairs", str(200 // scale),
+                  "--no-plots", "-q", "--out", "bench-d1e6"],
+                 ["variance", "--dims", "1024", "--pairs", str(100_000_000 // scale),
+                  "--method", "exact", "--no-plots", "-q", "--out", "bench-exact"],
+                 ["variance", "--dims", "3", "100", "1000", "-q", "--out", "bench-day74"]):
+        mb, wall = peak_rss_mb(args)
+        print(f"{' '.join(args[1:-3]):44} {mb:9.1f} {wall:9.2f}")
+    print()
+    sdpa = [sys.executable, "-m", "sdpa_cli", "--help"]
+    numpy_import = [sys.executable, "-c", "import numpy"]
+    t_help, t_np = startup(sdpa), startup(numpy_import)
+    print(f"start-up: `sdpa --help` {t_help * 1000:.0f} ms, `python -c 'import numpy'` "
+          f"{t_np * 1000:.0f} ms (ratio {t_help / t_np:.2f})")
+    print()
+    print(f"{'against the per-pair Python loop':44} {'loop s':>9} {'sdpa s':>9} {'speed-up':>9}")
+    for name, dims, pairs in (("Day 74: d = 3, 100, 1000 x 1000 pairs", [3, 100, 1000], 1000),
+                              ("d = 16…1024 x 10000 pairs", [16, 64, 256, 512, 1024],
+                               10_000 // scale)):
+        loop = per_pair_loop(dims, pairs)
+        for method in ("direct", "exact"):
+            ours = best_of(lambda dims=dims, p=pairs, m=method:
+                           [engine(d, p, 2, m) for d in dims], 3)
+            label = f"{name}, {method}"
+            print(f"{label:44} {loop:9.3f} {ours:9.4f} {loop / ours:8.0f}x")
+
+
+if __name__ == "__main__":
+    main()
