@@ -112,6 +112,62 @@ def variance(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("variance", spec_path, params, VARIANCE_FLAGS, common)
 
 
+PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
+                           type=click.Path(path_type=Path))
+
+
+@cli.command("run")
+@PATHS_ARG
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Batch folder: one run folder per spec, index.md, report.html "
+                                  "(default: outputs/).")
+@click.option("--check", is_flag=True, help="Exit 1 when any spec's checks or audit fail.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first spec that fails.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="json: a summary of the batch on stdout.")
+@click.option("--no-plots", is_flag=True, help="Skip figures (the report has none either).")
+@click.option("--svg", is_flag=True, help="Also write each figure as SVG.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None, metavar="N",
+              help="Threads per experiment; results are identical for any value.")
+def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
+            fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None) -> int:
+    """Run every spec in the given files and folders (default: experiments/).
+
+    Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
+    spec does not stop the others, and DIR/index.md and DIR/report.html show them all.
+
+    \b
+    Examples:
+      sdpa run
+      sdpa run experiments/variance --check
+      sdpa run --out /tmp/batch --workers 2 --fail-fast
+    """
+    from sdpa_cli import batch
+    from sdpa_cli.options import default_workers
+    from sdpa_cli.report import Settings
+
+    settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
+                        check=check, quiet=quiet, workers=workers or default_workers())
+    return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
+
+
+@cli.command("validate")
+@PATHS_ARG
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
+def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
+    """Check specs without running anything (exit 2 and one line per problem if bad).
+
+    \b
+    Examples:
+      sdpa validate
+      sdpa validate my-notes.yaml experiments/variance
+    """
+    from sdpa_cli import batch
+
+    return batch.run_validate(list(targets), quiet=quiet)
+
+
 class Terminated(BaseException):
     """SIGTERM, turned into an exception so that temporary folders are cleaned up."""
 

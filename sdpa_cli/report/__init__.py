@@ -50,11 +50,12 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
               started: float) -> Path:
     """Build the whole run folder beside `target`, then swap it in at once."""
     folder = RunFolder(target)
+    pictures = figure_files(result, settings)
     with folder as tmp:
         files = [
             _write(tmp / "results.json", writers.results_json(result)),
             _write(tmp / "table.csv", writers.table_csv(result)),
-            _write(tmp / "table.md", writers.table_md(result)),
+            _write(tmp / "table.md", writers.table_md(result, pictures)),
             _write(tmp / "spec.yaml", writers.spec_yaml(dict(result.spec))),
         ]
         if settings.plots and result.figures:
@@ -76,20 +77,25 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
     return target
 
 
-def document(result: Result, fmt: str) -> str | None:
+def figure_files(result: Result, settings: Settings) -> list[str]:
+    """The PNG files a run with these settings writes, in order."""
+    return [f"{f.name}.png" for f in result.figures] if settings.plots else []
+
+
+def document(result: Result, fmt: str, settings: Settings | None = None) -> str | None:
     """What --format puts on stdout (None for the human table, which goes to stderr)."""
     if fmt == "json":
         return writers.results_json(result)
     if fmt == "csv":
         return writers.table_csv(result)
     if fmt == "markdown":
-        return writers.table_md(result)
+        return writers.table_md(result, figure_files(result, settings) if settings else [])
     return None
 
 
 def emit(result: Result, settings: Settings, folder: Path | None) -> None:
     """stdout carries exactly the requested document; people read stderr."""
-    text = document(result, settings.fmt)
+    text = document(result, settings.fmt, settings)
     if text is not None:
         sys.stdout.write(text)
         sys.stdout.flush()

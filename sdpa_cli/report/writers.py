@@ -47,24 +47,32 @@ def markdown_table(table: Table) -> list[str]:
     return lines
 
 
-def table_md(result: Result) -> str:
-    """A page a person reads: title, source, theory, the table, checks, audit, notes."""
-    lines = [f"# {result.title}", ""]
+def table_md(result: Result, figures: list[str] | None = None) -> str:
+    """A page a person reads: title, source, theory, the table, figures, checks, audit."""
+    return "\n".join(result_markdown(result, level=1, figures=figures or [])) + "\n"
+
+
+def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[str]:
+    """One experiment in Markdown; headings start at `level`; figures are relative paths."""
+    h = "#" * level
+    lines = [f"{h} {result.title}", ""]
     if result.source:
         lines += [f"Source: {result.source}", ""]
     if result.description:
         lines += [result.description, ""]
     if result.theory:
-        lines += ["## Theory", ""] + [f"- {t}" for t in result.theory] + [""]
+        lines += [f"{h}# Theory", ""] + [f"- {t}" for t in result.theory] + [""]
     for panel in result.panels:
         mark = " (finding)" if panel.style == "warn" else ""
-        lines += [f"### {panel.title}{mark}", "", "```text", *panel.lines, "```", ""]
-    lines += [f"## {result.table.title}", "", *markdown_table(result.table), ""]
+        lines += [f"{h}## {panel.title}{mark}", "", "```text", *panel.lines, "```", ""]
+    lines += [f"{h}# {result.table.title}", "", *markdown_table(result.table), ""]
     for t in result.tables:
-        lines += [f"## {t.title}", "", *markdown_table(t), ""]
+        lines += [f"{h}# {t.title}", "", *markdown_table(t), ""]
+    for path in figures:
+        lines += [f"![{path}]({path})", ""]
     if result.checks:
         failed = [c for c in result.checks if not c.passed]
-        lines += ["## Checks", "",
+        lines += [f"{h}# Checks", "",
                   f"{len(result.checks) - len(failed)} of {len(result.checks)} passed.", ""]
         lines += ["| check | result | detail |", "|---|---|---|"]
         for c in result.checks:
@@ -72,7 +80,7 @@ def table_md(result: Result) -> str:
                          f"{_md_escape(c.detail)} |")
         lines.append("")
     if result.audit:
-        lines += ["## Audit of the document's numbers", "",
+        lines += [f"{h}# Audit of the document's numbers", "",
                   "| where | quantity | printed | computed | tolerance | status |",
                   "|---|---|---|---|---|---|"]
         for a in result.audit:
@@ -92,8 +100,10 @@ def table_md(result: Result) -> str:
                 lines.append(f"- {_md_escape(a.quantity)}: {why}")
             lines.append("")
     if result.notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in result.notes] + [""]
-    return "\n".join(lines).rstrip("\n") + "\n"
+        lines += [f"{h}# Notes", ""] + [f"- {n}" for n in result.notes] + [""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def spec_yaml(spec: dict[str, Any]) -> str:

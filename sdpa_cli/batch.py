@@ -1,0 +1,155 @@
+"""`sdpa run` and `sdpa validate`: many specs, all validated first, run one by one."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdpa_cli import paths, report, spec, studies
+from sdpa_cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    InputError,
+    Problem,
+    SdpaError,
+)
+from sdpa_cli.spec.common import SpecBase
+from sdpa_cli.studies.result import Result
+
+
+@dataclass(frozen=True)
+class Planned:
+    file: Path
+    spec: SpecBase
+    target: Path
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one spec of a batch ended."""
+
+    planned: Planned
+    status: str  # "passed", "failed" (a check failed), "error" (could not run), "skipped"
+    result: Result | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    figures: tuple[str, ...] = ()  # PNG files in the run folder
+
+
+def collect(targets: list[Path]) -> list[Path]:
+    """Spec files named by the arguments (folders are searched recursively)."""
+    if not targets:
+        default = paths.default_experiments()
+        if default is None:
+            raise InputError(Problem("no experiments/ folder here and no shipped specs found; "
+                                     "name spec files or folders", flag="PATH"))
+        targets = [default]
+    files: list[Path] = []
+    problems = []
+    for t in targets:
+        if t.is_dir():
+            found = paths.spec_files(t)
+            if not found:
+                problems.append(Problem("folder holds no *.yaml spec", file=str(t)))
+            files.extend(found)
+        elif t.exists():
+            files.append(t)
+        else:
+            problems.append(Problem("no such file or folder", file=str(t)))
+    if problems:
+        raise InputError(problems)
+    unique: list[Path] = []
+    for f in files:
+        if f.resolve() not in {u.resolve() for u in unique}:
+            unique.append(f)
+    return unique
+
+
+def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
+    """Every spec loaded and checked; all problems of all files reported together."""
+    loaded, problems = [], []
+    for f in files:
+        try:
+            s = spec.load(f, study=None)
+            studies.check_documented(s, str(f))
+            loaded.append((f, s))
+        except InputError as e:
+            problems.extend(e.problems)
+    names: dict[str, Path] = {}
+    for f, s in loaded:
+        name = s.name or f.stem
+        if name in names:
+            problems.append(Problem(f"output name {name!r} is also used by {names[name]}; "
+                                    "set `name:` in one of them", file=str(f), field="name"))
+        names[name] = f
+    if problems:
+        raise InputError(problems)
+    return loaded
+
+
+def plan(loaded: list[tuple[Path, SpecBase]], settings: report.Settings) -> list[Planned]:
+    return [Planned(f, s, report.target_for(s.name or f.stem, settings)) for f, s in loaded]
+
+
+def run_one(p: Planned, settings: report.Settings, argv: list[str]) -> Outcome:
+    started = time.time()
+    try:
+        result = studies.module(p.spec.study).run(p.spec, workers=settings.workers)
+        report.write_run(result, settings, target=p.target, argv=argv, started=started)
+    except SdpaError as e:
+        return Outcome(p, "error", error=" ".join(e.lines()), seconds=time.time() - started)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # one broken spec must not stop the batch
+        return Outcome(p, "error", error=f"internal error: {type(e).__name__}: {e}",
+                       seconds=time.time() - started)
+    status = "passed" if result.passed else "failed"
+    return Outcome(p, status, result=result, seconds=time.time() - started,
+                   figures=tuple(report.figure_files(result, settings)))
+
+
+def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool = False,
+              argv: list[str] | None = None) -> int:
+    """Validate all, then run all (keep going unless fail_fast), then index and report."""
+    from sdpa_cli.report import batch as batch_report
+    from sdpa_cli.report.progress import Progress
+
+    planned = plan(validate(collect(targets)), settings)
+    argv = argv if argv is not None else sys.argv
+    outcomes: list[Outcome] = []
+    progress = Progress(len(planned), quiet=settings.quiet)
+    with progress:
+        for i, p in enumerate(planned):
+            progress.start(i, p.spec.name or p.file.stem, p.spec.study)
+            outcome = run_one(p, settings, argv)
+            outcomes.append(outcome)
+            progress.done(outcome.status, outcome.seconds, outcome.error)
+            if fail_fast and _bad(outcome, settings):
+                outcomes.extend(Outcome(q, "skipped") for q in planned[i + 1:])
+                break
+    batch_report.write(outcomes, settings.root, embed=settings.plots)
+    if settings.fmt == "json":
+        sys.stdout.write(batch_report.summary_json(outcomes, settings.root))
+    if not settings.quiet:
+        batch_report.show_summary(outcomes, settings.root, check=settings.check)
+    if any(o.status == "error" for o in outcomes):
+        return EXIT_CHECK_FAILED
+    if settings.check and any(_bad(o, settings) for o in outcomes):
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+def _bad(o: Outcome, settings: report.Settings) -> bool:
+    return o.status == "error" or (settings.check and o.status == "failed")
+
+
+def run_validate(targets: list[Path], *, quiet: bool = False) -> int:
+    loaded = validate(collect(targets))
+    if not quiet:
+        for f, s in loaded:
+            print(f"ok  {f}  ({s.study}, {s.name})", file=sys.stderr)
+        print(f"{len(loaded)} spec(s) valid", file=sys.stderr)
+    return EXIT_OK if loaded else EXIT_BAD_INPUT

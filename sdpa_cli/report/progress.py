@@ -1,0 +1,58 @@
+"""Per-spec progress of a batch on stderr: a live bar on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.text import Text
+
+from sdpa_cli.report.terminal import console
+
+_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
+
+
+class Progress:
+    def __init__(self, total: int, *, quiet: bool = False) -> None:
+        self.total = total
+        self.quiet = quiet
+        self.con = console()
+        self.live = sys.stderr.isatty() and not quiet
+        self.bar: RichProgress | None = None
+        self.task = None
+        self.i = 0
+        self.label = ""
+
+    def __enter__(self) -> Progress:
+        if self.live:
+            self.bar = RichProgress(TextColumn("{task.description}"), BarColumn(),
+                                    MofNCompleteColumn(), TimeElapsedColumn(),
+                                    console=self.con, transient=True)
+            self.bar.__enter__()
+            self.task = self.bar.add_task("starting", total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def start(self, i: int, name: str, study: str) -> None:
+        self.i = i
+        self.label = f"[{i + 1}/{self.total}] {study} {name}"
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, description=self.label)
+
+    def done(self, status: str, seconds: float, error: str | None) -> None:
+        if self.quiet:
+            return
+        line = Text(f"{self.label} ")
+        line.append(status, style=_STYLE.get(status, ""))
+        line.append(f" ({seconds:.1f}s)", style="dim")
+        if error:
+            line.append(f": {error}", style="red")
+        if self.bar is not None and self.task is not None:
+            self.bar.console.print(line)
+            self.bar.advance(self.task)
+        else:
+            self.con.print(line)

@@ -1,0 +1,171 @@
+"""`sdpa run` / `sdpa validate`: validation first, keep-going, fail-fast, index and report."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from conftest import write_spec
+
+OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: {seed}\n"
+FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
+
+
+@pytest.fixture
+def specs(workdir: Path) -> Path:
+    folder = workdir / "specs"
+    folder.mkdir()
+    write_spec(folder, "a-ok.yaml", OK.format(seed=1))
+    write_spec(folder, "b-failing.yaml", FAILING)
+    write_spec(folder, "c-ok.yaml", OK.format(seed=2))
+    return folder
+
+
+def _status(workdir: Path, name: str) -> dict:
+    return json.loads((workdir / "outputs" / name / "results.json").read_text())
+
+
+def test_keeps_going_and_reports_every_spec(sdpa, workdir, specs):
+    r = sdpa("run", str(specs), "--no-plots")
+    assert r.code == 0  # a failed check is reported, not fatal, without --check
+    for name in ("a-ok", "b-failing", "c-ok"):
+        assert (workdir / "outputs" / name / "results.json").is_file()
+    assert _status(workdir, "b-failing")["passed"] is False
+    assert "failed b-failing" in r.err
+    assert (workdir / "outputs" / "index.md").is_file()
+    assert (workdir / "outputs" / "report.html").is_file()
+
+
+def test_check_makes_failures_fatal_after_running_everything(sdpa, workdir, specs):
+    r = sdpa("run", str(specs), "--no-plots", "--check")
+    assert r.code == 1
+    assert (workdir / "outputs" / "c-ok" / "results.json").is_file()  # ran after the failure
+    assert re.search(r"failed b-failing: d=4 none: variance z", r.err)
+
+
+def test_fail_fast_stops_at_the_first_failure(sdpa, workdir, specs):
+    r = sdpa("run", str(specs), "--no-plots", "--check", "--fail-fast", "--format", "json")
+    assert r.code == 1
+    doc = r.json()
+    assert [e["status"] for e in doc["experiments"]] == ["passed", "failed", "skipped"]
+    assert not (workdir / "outputs" / "c-ok").exists()
+    assert "skipped" in (workdir / "outputs" / "index.md").read_text()
+
+
+def test_an_error_in_one_spec_does_not_stop_the_others(sdpa, workdir, specs, monkeypatch):
+    from sdpa_cli.studies import variance
+
+    real = variance.run
+
+    def flaky(spec, **kw):
+        if spec.name == "a-ok":
+            raise RuntimeError("disk on fire")
+        return real(spec, **kw)
+
+    monkeypatch.setattr(variance, "run", flaky)
+    r = sdpa("run", str(specs), "--no-plots")
+    assert r.code == 1
+    assert "error  a-ok: internal error: RuntimeError: disk on fire" in r.err
+    assert (workdir / "outputs" / "c-ok" / "results.json").is_file()
+    html = (workdir / "outputs" / "report.html").read_text()
+    assert "disk on fire" in html
+
+
+def test_any_invalid_spec_means_nothing_runs(sdpa, workdir, specs):
+    write_spec(specs, "d-bad.yaml", "study: variance\ndims: [0]\n")
+    write_spec(specs, "e-bad.yaml", "study: variance\npairz: 3\n")
+    r = sdpa("run", str(specs))
+    assert r.code == 2
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("d-bad.yaml:2:8: dims[0]: must be ≥ 1, got 0")
+    assert "e-bad.yaml:2:1: pairz: unknown key (did you mean 'pairs'?)" in lines[1]
+    assert not (workdir / "outputs").exists()
+
+
+def test_duplicate_output_names_are_refused(sdpa, workdir, specs):
+    write_spec(specs, "z.yaml", "study: variance\nname: a-ok\n")
+    r = sdpa("run", str(specs))
+    assert r.code == 2 and "output name 'a-ok' is also used by" in r.err
+
+
+def test_missing_path_is_bad_usage(sdpa, workdir):
+    r = sdpa("run", "nowhere")
+    assert r.code == 2 and r.err.strip() == "nowhere: no such file or folder"
+
+
+def test_validate_runs_nothing(sdpa, workdir, specs):
+    r = sdpa("validate", str(specs))
+    assert r.code == 0 and "3 spec(s) valid" in r.err
+    assert not (workdir / "outputs").exists()
+    write_spec(specs, "bad.yaml", "study: variance\nstd: -1\n")
+    r = sdpa("validate", str(specs))
+    assert r.code == 2 and "bad.yaml:2:6: std: must be > 0, got -1" in r.err
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_report_is_self_contained_and_complete(sdpa, workdir, specs):
+    assert sdpa("run", str(specs), "-q").code == 0
+    root = workdir / "outputs"
+    text = (root / "report.html").read_text()
+    page = _Page()
+    page.feed(text)
+    tags = [t for t, _ in page.tags]
+    assert "script" not in tags and "link" not in tags and "iframe" not in tags
+    for _, attrs in page.tags:
+        for key in ("src", "href"):
+            value = attrs.get(key)
+            if value is not None:  # only embedded data and in-page anchors
+                assert value.startswith(("data:image/png;base64,", "#")), value
+    pngs = sorted(root.glob("*/*.png"))
+    imgs = [a for t, a in page.tags if t == "img"]
+    assert len(imgs) == len(pngs) == 6
+    sections = [a["id"] for t, a in page.tags if t == "section"]
+    assert sections == ["x-a-ok", "x-b-failing", "x-c-ok"]
+    assert tags.count("table") >= 1 + 3 * 2  # contents + each experiment's table and checks
+    assert "http://" not in text and "https://" not in text
+    index = (root / "index.md").read_text()
+    for png in pngs:
+        assert f"]({png.parent.name}/{png.name})" in index
+
+
+def test_batch_is_byte_identical_across_runs_and_workers(sdpa, workdir, specs):
+    assert sdpa("run", str(specs), "--out", "one", "--workers", "1", "-q").code == 0
+    assert sdpa("run", str(specs), "--out", "two", "--workers", "2", "-q").code == 0
+    one, two = workdir / "one", workdir / "two"
+    files = sorted(p.relative_to(one) for p in one.rglob("*")
+                   if p.is_file() and p.name != "manifest.json")
+    assert len(files) == 2 + 3 * 6
+    for rel in files:
+        assert (one / rel).read_bytes() == (two / rel).read_bytes(), rel
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
+    assert sdpa("run", str(specs), "-q").code == 0
+    report = (workdir / "outputs" / "report.html").resolve()
+    shot = workdir / "shot.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={workdir / 'chrome-profile'}"]
+    dom = subprocess.run(["chromium", *flags, "--dump-dom", report.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert dom.stdout.count("<section") == 3 and dom.stdout.count("<img") == 6
+    done = subprocess.run(["chromium", *flags, "--window-size=1200,2000",
+                           f"--screenshot={shot}", report.as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and shot.stat().st_size > 10_000
