@@ -63,7 +63,11 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         border = {"ok": "green", "warn": "yellow"}.get(panel.style, "blue")
         con.print(RichPanel(Text("\n".join(panel.lines)), title=panel.title,
                             title_align="left", border_style=border, expand=False))
-    con.print(rich_table(result.table))
+    if result.table.terminal:
+        con.print(rich_table(result.table))
+    else:
+        con.print(Text(f"{result.table.title}: {len(result.table.rows)} rows in table.csv, "
+                       "table.md and results.json", style="dim"))
     for t in result.tables:
         con.print(rich_table(t))
     if result.audit:
