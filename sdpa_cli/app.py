@@ -85,7 +85,7 @@ def _listed(path: Path) -> report_examples.Listed:
 def _sorted_examples() -> list[Path]:
     """Grouped by source document (their file names sort in the documents' order)."""
     listed = [(p, _listed(p)) for p in example_specs()]
-    return [p for p, _ in sorted(listed, key=lambda x: (x[1].source, x[1].name))]
+    return [p for p, _ in sorted(listed, key=lambda x: (x[1].source.split(",")[0], x[1].name))]
 
 
 def list_examples(settings: report.Settings) -> int:

@@ -151,6 +151,10 @@ def _need(part: Part, at: tuple[str | int, ...], *fields: str) -> None:
             raise SpecFieldError((*at, f), f"is required for a {part.kind} part")
 
 
+def _count(n: int) -> str:
+    return f"{n} number" if n == 1 else f"{n} numbers"
+
+
 def _check_matrix(m: list[list[float]] | None, loc: tuple[str | int, ...]) -> None:
     """Rows of equal length, and hand-sized."""
     if m is None:
@@ -158,8 +162,8 @@ def _check_matrix(m: list[list[float]] | None, loc: tuple[str | int, ...]) -> No
     width = len(m[0])
     for r, row in enumerate(m):
         if len(row) != width:
-            raise SpecFieldError((*loc, r), f"has {len(row)} numbers but row 0 has {width}; "
-                                 "every row of a matrix needs the same length")
+            raise SpecFieldError((*loc, r), f"has {_count(len(row))} but row 0 has "
+                                 f"{_count(width)}; every row of a matrix needs the same length")
     if len(m) * width > MAX_ENTRIES:
         raise SpecFieldError(loc, f"has {len(m) * width} entries; a worked example is done by "
                              f"hand (at most {MAX_ENTRIES})")

@@ -187,239 +187,275 @@ def _root_label(d_k: int) -> str:
     return f"√{d_k} = {r}" if r * r == d_k else f"√{d_k}"
 
 
-def attention(part: Part, expand: bool, wanted: set[str]) -> PartRun:
-    """Replay one attention example; `wanted` names the quantities documents refer to."""
+@dataclass
+class _Replay:
+    """The inputs and every path of one attention part, shared by its rows and panels."""
+
+    part: Part
+    e: np.ndarray | None  # embeddings
+    stated: dict[str, np.ndarray]  # q, k, v as the document states them
+    projected: dict[str, np.ndarray]  # E·W_Q, E·W_K, E·W_V where the weights are given
+    q: np.ndarray | None  # the vectors the steps use (stated first, else projected)
+    k: np.ndarray | None
+    v: np.ndarray | None
+    d_k: int
+    root: float  # √d_k
+    printed_div: float | None  # the document's own divisor, when it is not √d_k
+    steps: att.Steps  # the main path, ÷√d_k
+    printed: att.Steps | None  # the same with the document's divisor
+    from_w: att.Steps | None  # the embeddings·weights path, when stated vectors exist too
+    rows: list[str]  # query labels
+    cols: list[str]  # key labels
+
+    @property
+    def root_label(self) -> str:
+        return _root_label(self.d_k)
+
+    def proj_expansion(self, x: str) -> Callable[[int, int], str] | None:
+        if x not in self.projected or self.e is None:
+            return None
+        e, w, p = self.e, att.as_matrix(getattr(self.part, f"w_{x}")), self.projected[x]
+        return lambda i, j: expansion(e[i], w[:, j], float(p[i, j]))
+
+
+def _replay(part: Part) -> _Replay:
     m = att.as_matrix
     e = m(part.embeddings) if part.embeddings is not None else None
     stated = {x: m(getattr(part, x)) for x in "qkv" if getattr(part, x) is not None}
     projected = {x: att.project(e, m(getattr(part, f"w_{x}"))) for x in "qkv"
                  if e is not None and getattr(part, f"w_{x}") is not None}
-    vecs = {x: stated.get(x, projected.get(x)) for x in "qkv"}
-    q, k, v = vecs["q"], vecs["k"], vecs["v"]
+    q, k, v = (stated.get(x, projected.get(x)) for x in "qkv")
     scores = m(part.scores) if part.scores is not None else q @ k.T
-    n, n_keys = scores.shape
     d_k = part.d_k if part.d_k is not None else k.shape[1]
     root = math.sqrt(d_k)
     printed_div = part.scale if part.scale != "sqrt" else None
-    steps = att.attend(scores, root, v)
-    rows_l, cols_l = _labels(part, n, n_keys)
-    root_label = _root_label(d_k)
-
-    qty: dict[str, Any] = {"d_k": float(d_k), "sqrt_d_k": root}
-    for x in "qkv":
-        if vecs[x] is not None:
-            qty[x] = vecs[x]
-    if q is not None and k is not None:
-        qty["products"] = att.dot_terms(q, k)
-    _add_path(qty, "", steps, ALL_PATH)
-    printed = None
-    if printed_div is not None:
-        qty["printed.divisor"] = printed_div
-        printed = att.attend(scores, printed_div, v)
-        _add_path(qty, "printed.", printed, SCALED_STEPS)
-    both = [x for x in "qkv" if x in stated and x in projected]
     from_w = None
-    if both:
+    if any(x in stated and x in projected for x in "qkv"):
         qw, kw, vw = (projected.get(x, stated.get(x)) for x in "qkv")
-        for x, mat in zip("qkv", (qw, kw, vw), strict=True):
+        from_w = att.attend(qw @ kw.T, root, vw)
+    rows, cols = _labels(part, *scores.shape)
+    return _Replay(
+        part=part, e=e, stated=stated, projected=projected, q=q, k=k, v=v, d_k=d_k,
+        root=root, printed_div=printed_div, steps=att.attend(scores, root, v),
+        printed=att.attend(scores, printed_div, v) if printed_div is not None else None,
+        from_w=from_w, rows=rows, cols=cols,
+    )
+
+
+def _quantities(r: _Replay) -> dict[str, Any]:
+    """Everything a documented entry of an attention part can name."""
+    qty: dict[str, Any] = {"d_k": float(r.d_k), "sqrt_d_k": r.root}
+    for x, mat in zip("qkv", (r.q, r.k, r.v), strict=True):
+        if mat is not None:
+            qty[x] = mat
+    if r.q is not None and r.k is not None:
+        qty["products"] = att.dot_terms(r.q, r.k)
+    _add_path(qty, "", r.steps, ALL_PATH)
+    if r.printed is not None:
+        qty["printed.divisor"] = r.printed_div
+        _add_path(qty, "printed.", r.printed, SCALED_STEPS)
+    if r.from_w is not None:
+        for x in "qkv":
+            mat = r.projected.get(x, r.stated.get(x))
             if mat is not None:
                 qty[f"from_weights.{x}"] = mat
-        from_w = att.attend(qw @ kw.T, root, vw)
-        _add_path(qty, "from_weights.", from_w, ALL_PATH)
+        _add_path(qty, "from_weights.", r.from_w, ALL_PATH)
+    return qty
 
-    show_exp = part.exp_tables or any(w.split(".")[-1].startswith("exp_") for w in wanted)
-    run = PartRun(part, qty)
-    run.steps = {s: qty[s] for s in MAIN_STEPS if s in qty}
-    if show_exp:
-        run.steps.update({s: qty[s] for s in EXP_STEPS})
 
-    # --- table rows, long format -----------------------------------------------------------
-    def add_rows(step: str, value: Any, expand_fn: Callable[[int, int], str] | None = None
-                 ) -> None:
+def _attention_rows(r: _Replay, qty: dict[str, Any], show_exp: bool) -> list[dict[str, Any]]:
+    """The long-format rows: every entry of every step, expansions where there is one."""
+    name = r.part.name
+    out: list[dict[str, Any]] = []
+
+    def add(step: str, value: Any, text: Callable[[int, int], str] | None = None) -> None:
         arr = np.asarray(value, dtype=float)
         if arr.ndim == 0:
-            run.rows.append(_row(part.name, step, None, None, float(arr), ""))
+            out.append(_row(name, step, None, None, float(arr), ""))
         elif arr.ndim == 1:
-            for i, x in enumerate(arr):
-                run.rows.append(_row(part.name, step, i, None, float(x), ""))
+            out.extend(_row(name, step, i, None, float(x), "") for i, x in enumerate(arr))
         elif arr.ndim == 2:
-            for i in range(arr.shape[0]):
-                for j in range(arr.shape[1]):
-                    text = expand_fn(i, j) if expand_fn else ""
-                    run.rows.append(_row(part.name, step, i, j, float(arr[i, j]), text))
+            out.extend(_row(name, step, i, j, float(arr[i, j]), text(i, j) if text else "")
+                       for i in range(arr.shape[0]) for j in range(arr.shape[1]))
 
-    def dot_exp(qm: np.ndarray, km: np.ndarray, sm: np.ndarray) -> Callable[[int, int], str]:
+    def dots(qm: np.ndarray, km: np.ndarray, sm: np.ndarray) -> Callable[[int, int], str]:
         return lambda i, j: expansion(qm[i], km[j], float(sm[i, j]))
 
-    def proj_exp(x: str) -> Callable[[int, int], str] | None:
-        if x not in projected or e is None:
-            return None
-        w = m(getattr(part, f"w_{x}"))
-        return lambda i, j: expansion(e[i], w[:, j], float(projected[x][i, j]))
-
-    def div_exp(sm: np.ndarray, div: float, label: str) -> Callable[[int, int], str]:
+    def divided(sm: np.ndarray, div: float, label: str) -> Callable[[int, int], str]:
         return lambda i, j: f"{num(float(sm[i, j]))} / {label} = {num(float(sm[i, j] / div))}"
 
+    scores = r.steps.scores
     for x in "qkv":
         if x in qty:
-            add_rows(x, qty[x], proj_exp(x) if x not in stated else None)
-    add_rows("scores", scores, dot_exp(q, k, scores) if q is not None else None)
-    add_rows("scaled_scores", steps.scaled_scores, div_exp(scores, root, root_label))
-    for s in ("unscaled_weights", "weights", "unscaled_output", "output"):
-        if s in qty:
-            add_rows(s, qty[s])
-    if show_exp:
-        for s in EXP_STEPS:
-            add_rows(s, qty[s])
-    for name, value in qty.items():
-        if (name.startswith(("variance.", "mean.")) or name.endswith((".max", ".min"))) \
-                and "." in name and not name.startswith(PREFIXES):
-            add_rows(name, value)
-    add_rows("d_k", float(d_k))
-    add_rows("sqrt_d_k", root)
-    for prefix in PREFIXES:
-        for name, value in qty.items():
-            if not name.startswith(prefix) or name.endswith("_terms"):
-                continue
-            fn = None
-            if name == "from_weights.scores" and from_w is not None:
-                fn = dot_exp(qty["from_weights.q"], qty["from_weights.k"], from_w.scores)
-            elif name == "printed.scaled_scores" and printed_div is not None:
-                fn = div_exp(scores, printed_div, num(printed_div))
-            elif name in ("from_weights.q", "from_weights.k", "from_weights.v"):
-                fn = proj_exp(name[-1])
-            add_rows(name, value, fn)
+            add(x, qty[x], r.proj_expansion(x) if x not in r.stated else None)
+    add("scores", scores, dots(r.q, r.k, scores) if r.q is not None and r.k is not None
+        else None)
+    add("scaled_scores", r.steps.scaled_scores, divided(scores, r.root, r.root_label))
+    for step in ("unscaled_weights", "weights", "unscaled_output", "output",
+                 *(EXP_STEPS if show_exp else ())):
+        if step in qty:
+            add(step, qty[step])
+    for q_name, value in qty.items():
+        if "." in q_name and not q_name.startswith(PREFIXES):  # variance.*, mean.*, *.max
+            add(q_name, value)
+    add("d_k", float(r.d_k))
+    add("sqrt_d_k", r.root)
+    for q_name, value in qty.items():
+        if not q_name.startswith(PREFIXES) or q_name.endswith("_terms"):
+            continue
+        text = None
+        if q_name == "from_weights.scores" and r.from_w is not None:
+            text = dots(qty["from_weights.q"], qty["from_weights.k"], r.from_w.scores)
+        elif q_name == "printed.scaled_scores" and r.printed_div is not None:
+            text = divided(scores, r.printed_div, num(r.printed_div))
+        elif q_name in ("from_weights.q", "from_weights.k", "from_weights.v"):
+            text = r.proj_expansion(q_name[-1])
+        add(q_name, value, text)
+    return out
 
-    # --- panels: the steps on the board ----------------------------------------------------
-    title = f"{part.name} ·"
-    inputs: list[str] = []
-    if part.description:
-        inputs.append(part.description)
-    if e is not None:
-        inputs += ["embeddings E (one row per token):",
-                   *matrix_lines(e, rows_l if len(rows_l) == e.shape[0] else
-                                 [str(i + 1) for i in range(e.shape[0])],
-                                 [str(c + 1) for c in range(e.shape[1])])]
-        for x in "qkv":
-            w = getattr(part, f"w_{x}")
-            if w is not None:
-                wm = m(w)
-                inputs += [f"W_{x.upper()}:", *matrix_lines(
-                    wm, [str(r + 1) for r in range(wm.shape[0])],
-                    [str(c + 1) for c in range(wm.shape[1])])]
-    if part.scores is not None:
-        inputs.append(f"QKᵀ is given directly (no Q or K behind it); d_k = {d_k}.")
-    if inputs:
-        run.panels.append(Panel(f"{title} inputs", tuple(inputs)))
 
-    if q is not None and k is not None:
-        lines: list[str] = []
-        for x, mat in (("q", q), ("k", k), ("v", v)):
-            if mat is None:
-                continue
-            how = "as stated" if x in stated else f"= E·W_{x.upper()} (row vectors)"
-            labels = rows_l if x == "q" else cols_l
-            lines += [f"{x.upper()} {how}:",
-                      *matrix_lines(mat, labels, [str(c + 1) for c in range(mat.shape[1])])]
-            if expand and x not in stated and x in projected:
-                fn = proj_exp(x)
-                assert fn is not None
-                lines += [f"  {x}_{labels[i]}[{j + 1}] = {fn(i, j)}"
-                          for i in range(mat.shape[0]) for j in range(mat.shape[1])]
-        run.panels.append(Panel(f"{title} 1. Q, K, V", tuple(lines)))
-    elif v is not None:
-        run.panels.append(Panel(f"{title} 1. V", ("V as stated:", *matrix_lines(
-            v, cols_l, [str(c + 1) for c in range(v.shape[1])]))))
-
-    if both:
-        run.panels.append(_weights_path_panel(title, part, stated, projected, e, rows_l,
-                                              cols_l, from_w, run.notes))
-
-    lines = matrix_lines(scores, rows_l, cols_l)
-    if q is not None and k is not None and expand:
-        lines.append("")
-        lines += [f"q_{rows_l[i]}·k_{cols_l[j]} = {expansion(q[i], k[j], float(scores[i, j]))}"
-                  for i in range(n) for j in range(n_keys)]
-    elif q is not None:
-        lines.append("(--expand shows every entry as its dot-product expansion)")
-    run.panels.append(Panel(f"{title} 2. scores QKᵀ" + (" (given)" if q is None else ""),
-                            tuple(lines)))
-
-    lines = matrix_lines(steps.scaled_scores, rows_l, cols_l)
-    if printed is not None:
-        diff = float(np.abs(printed.scaled_scores - steps.scaled_scores).max())
-        gap = printed_div - root
-        lines += ["", f"÷ {num(printed_div)} as the document divides "
-                  f"({num(printed_div)} − √{d_k} = {'−' if gap < 0 else '+'}{abs(gap):.2g}):",
-                  *matrix_lines(printed.scaled_scores, rows_l, cols_l),
-                  f"largest difference from ÷√{d_k}: {cell(diff)}"]
-    run.panels.append(Panel(f"{title} 3. scaled scores = QKᵀ / {root_label} "
-                            f"(= {cell(root)})", tuple(lines)))
-
-    run.panels.append(Panel(f"{title} 4. variance of the scores", tuple(
-        _variance_lines(scores, steps.scaled_scores, root_label, d_k, printed, printed_div))))
-
-    if show_exp:
-        exp_s, exp_sums = att.exp_table(scores)
-        exp_ss, exp_ssums = att.exp_table(steps.scaled_scores)
-        lines = ["exp(QKᵀ), not shifted (as documents print it):",
-                 *matrix_lines(exp_s, rows_l, cols_l, ("sum", exp_sums)), "",
-                 f"exp(QKᵀ / {root_label}):",
-                 *matrix_lines(exp_ss, rows_l, cols_l, ("sum", exp_ssums))]
-        if not np.isfinite(exp_s).all():
-            lines.append("overflow: exp(score) exceeds the largest float64; softmax itself "
-                         "subtracts each row's maximum first and is not affected")
-        run.panels.append(Panel(f"{title} 5. exp tables", tuple(lines)))
-
-    lines = [f"{rows_l[i]}: softmax({', '.join(cell(float(x)) for x in steps.scaled_scores[i])})"
-             f" = {vector(steps.weights[i])}" for i in range(n)]
-    lines += ["", "without scaling, for comparison:"]
-    lines += [f"{rows_l[i]}: softmax({', '.join(cell(float(x)) for x in scores[i])}) = "
-              f"{vector(steps.unscaled_weights[i])}" for i in range(n)]
-    lines += ["", f"largest weight: {cell(float(steps.weights.max()))} scaled, "
-              f"{cell(float(steps.unscaled_weights.max()))} unscaled"]
-    if printed is not None:
-        lines += ["", f"with ÷ {num(printed_div)}:",
-                  *matrix_lines(printed.weights, rows_l, cols_l)]
-    run.panels.append(Panel(f"{title} 6. softmax weights, row by row", tuple(lines)))
-
-    if v is not None and steps.output is not None:
-        lines = []
-        for i in range(n):
-            combo = " + ".join(f"{cell(float(steps.weights[i, j]))}·v_{cols_l[j]}"
-                               for j in range(n_keys))
-            lines.append(f"{rows_l[i]}: {combo}")
-            lines.append(f"{' ' * len(rows_l[i])}  = {vector(steps.output[i])}")
-        run.panels.append(Panel(f"{title} 7. output = weights · V", tuple(lines)))
-
-    if part.scale != "sqrt" and printed_div is not None and \
-            not math.isclose(printed_div, root, rel_tol=1e-12):
-        run.notes.append(f"{part.name}: the document divides by {num(printed_div)}, "
-                         f"not √{d_k} = {root:.6g}; the steps follow √{d_k} and the "
-                         f"document's divisor is replayed as printed.*")
-    run.figure = {
-        "name": part.name,
-        "rows": rows_l,
-        "cols": cols_l,
-        "unscaled": steps.unscaled_weights.tolist(),
-        "scaled": steps.weights.tolist(),
-        "root": root_label,
-    }
+def attention(part: Part, expand: bool, wanted: set[str]) -> PartRun:
+    """Replay one attention example; `wanted` names the quantities documents refer to."""
+    r = _replay(part)
+    qty = _quantities(r)
+    # exp tables are shown when asked for, or when the document's numbers include them
+    show_exp = part.exp_tables or any(w.split(".")[-1].startswith("exp_") for w in wanted)
+    run = PartRun(part, qty)
+    run.steps = {s: qty[s] for s in (*MAIN_STEPS, *(EXP_STEPS if show_exp else ()))
+                 if s in qty}
+    run.rows = _attention_rows(r, qty, show_exp)
+    run.panels = _attention_panels(r, expand, show_exp, run.notes)
+    if r.printed_div is not None and not math.isclose(r.printed_div, r.root, rel_tol=1e-12):
+        run.notes.append(f"{part.name}: the document divides by {num(r.printed_div)}, not "
+                         f"√{r.d_k} = {r.root:.6g}; the steps follow √{r.d_k} and the "
+                         "document's divisor is replayed as printed.*")
+    run.figure = {"name": part.name, "rows": r.rows, "cols": r.cols,
+                  "unscaled": r.steps.unscaled_weights.tolist(),
+                  "scaled": r.steps.weights.tolist(), "root": r.root_label}
     return run
 
 
-def _weights_path_panel(title: str, part: Part, stated: dict[str, np.ndarray],
-                        projected: dict[str, np.ndarray], e: np.ndarray | None,
-                        rows_l: list[str], cols_l: list[str], from_w: att.Steps | None,
-                        notes: list[str]) -> Panel:
+def _attention_panels(r: _Replay, expand: bool, show_exp: bool, notes: list[str]
+                      ) -> list[Panel]:
+    """The steps as a teacher writes them on the board, numbered in the order shown."""
+    part, st = r.part, r.steps
+    scores = st.scores
+    n, n_keys = scores.shape
+    panels: list[Panel] = []
+    number = iter(range(1, 100))
+
+    def step(title: str, lines: list[str], style: str = "plain", numbered: bool = True
+             ) -> None:
+        head = f"{part.name} · {next(number)}. {title}" if numbered else \
+            f"{part.name} · {title}"
+        panels.append(Panel(head, tuple(lines), style))
+
+    def cols_of(mat: np.ndarray) -> list[str]:
+        return [str(c + 1) for c in range(mat.shape[1])]
+
+    inputs = [part.description] if part.description else []
+    if r.e is not None:
+        labels = r.rows if len(r.rows) == r.e.shape[0] else [str(i + 1)
+                                                              for i in range(r.e.shape[0])]
+        inputs += ["embeddings E (one row per token):", *matrix_lines(r.e, labels,
+                                                                      cols_of(r.e))]
+        for x in "qkv":
+            w = getattr(part, f"w_{x}")
+            if w is not None:
+                wm = att.as_matrix(w)
+                inputs += [f"W_{x.upper()}:", *matrix_lines(
+                    wm, [str(i + 1) for i in range(wm.shape[0])], cols_of(wm))]
+    if part.scores is not None:
+        inputs.append(f"QKᵀ is given directly (no Q or K behind it); d_k = {r.d_k}.")
+    if inputs:
+        step("inputs", inputs, numbered=False)
+
+    lines: list[str] = []
+    for x, mat in (("q", r.q), ("k", r.k), ("v", r.v)):
+        if mat is None:
+            continue
+        how = "as stated" if x in r.stated else f"= E·W_{x.upper()} (row vectors)"
+        labels = r.rows if x == "q" else r.cols
+        lines += [f"{x.upper()} {how}:", *matrix_lines(mat, labels, cols_of(mat))]
+        fn = r.proj_expansion(x) if expand and x not in r.stated else None
+        if fn is not None:
+            lines += [f"  {x}_{labels[i]}[{j + 1}] = {fn(i, j)}"
+                      for i in range(mat.shape[0]) for j in range(mat.shape[1])]
+    if lines:
+        step("Q, K, V" if r.q is not None else "V", lines)
+    if r.from_w is not None:
+        warn = _weights_path_panel(r, notes)
+        step(warn.title, list(warn.lines), warn.style, numbered=False)
+
+    lines = matrix_lines(scores, r.rows, r.cols)
+    if r.q is not None and r.k is not None:
+        if expand:
+            lines.append("")
+            lines += [f"q_{r.rows[i]}·k_{r.cols[j]} = "
+                      f"{expansion(r.q[i], r.k[j], float(scores[i, j]))}"
+                      for i in range(n) for j in range(n_keys)]
+        else:
+            lines.append("(--expand shows every entry as its dot-product expansion)")
+    step("scores QKᵀ" + (" (given)" if r.q is None else ""), lines)
+
+    lines = matrix_lines(st.scaled_scores, r.rows, r.cols)
+    if r.printed is not None and r.printed_div is not None:
+        gap = r.printed_div - r.root
+        diff = float(np.abs(r.printed.scaled_scores - st.scaled_scores).max())
+        lines += ["", f"÷ {num(r.printed_div)} as the document divides ({num(r.printed_div)} "
+                  f"− √{r.d_k} = {'−' if gap < 0 else '+'}{abs(gap):.2g}):",
+                  *matrix_lines(r.printed.scaled_scores, r.rows, r.cols),
+                  f"largest difference from ÷√{r.d_k}: {cell(diff)}"]
+    step(f"scaled scores = QKᵀ / {r.root_label} (= {cell(r.root)})", lines)
+
+    step("variance of the scores", _variance_lines(scores, st.scaled_scores, r.root_label,
+                                                   r.d_k, r.printed, r.printed_div))
+
+    if show_exp:
+        exp_s, exp_sums = att.exp_table(scores)
+        exp_ss, exp_ssums = att.exp_table(st.scaled_scores)
+        lines = ["exp(QKᵀ), not shifted (as documents print it):",
+                 *matrix_lines(exp_s, r.rows, r.cols, ("sum", exp_sums)), "",
+                 f"exp(QKᵀ / {r.root_label}):",
+                 *matrix_lines(exp_ss, r.rows, r.cols, ("sum", exp_ssums))]
+        if not np.isfinite(exp_s).all():
+            lines.append("overflow: exp(score) exceeds the largest float64; softmax itself "
+                         "subtracts each row's maximum first and is not affected")
+        step("exp tables", lines)
+
+    def softmax_line(i: int, z: np.ndarray, w: np.ndarray) -> str:
+        return f"{r.rows[i]}: softmax({', '.join(cells(z[i]))}) = {vector(w[i])}"
+
+    lines = [softmax_line(i, st.scaled_scores, st.weights) for i in range(n)]
+    lines += ["", "without scaling, for comparison:"]
+    lines += [softmax_line(i, scores, st.unscaled_weights) for i in range(n)]
+    lines += ["", f"largest weight: {cell(float(st.weights.max()))} scaled, "
+              f"{cell(float(st.unscaled_weights.max()))} unscaled"]
+    if r.printed is not None:
+        lines += ["", f"with ÷ {num(r.printed_div)}:",
+                  *matrix_lines(r.printed.weights, r.rows, r.cols)]
+    step("softmax weights, row by row", lines)
+
+    if r.v is not None and st.output is not None:
+        lines = []
+        for i in range(n):
+            combo = " + ".join(f"{cell(float(st.weights[i, j]), False)}·v_{r.cols[j]}"
+                               for j in range(n_keys))
+            lines += [f"{r.rows[i]}: {combo}", f"{' ' * len(r.rows[i])}  = "
+                      f"{vector(st.output[i])}"]
+        step("output = weights · V", lines)
+    return panels
+
+
+def _weights_path_panel(r: _Replay, notes: list[str]) -> Panel:
     """The stated vectors beside E·W (a finding when they differ): both paths are shown."""
     lines: list[str] = []
     differs = []
     for x in "qkv":
-        if x not in stated or x not in projected:
+        if x not in r.stated or x not in r.projected:
             continue
-        s, p = stated[x], projected[x]
-        labels = rows_l if x == "q" else cols_l
+        s, p = r.stated[x], r.projected[x]
+        labels = r.rows if x == "q" else r.cols
         if len(labels) != s.shape[0]:
             labels = [str(i + 1) for i in range(s.shape[0])]
         same = np.allclose(s, p, rtol=1e-12, atol=1e-12)
@@ -431,24 +467,25 @@ def _weights_path_panel(title: str, part: Part, stated: dict[str, np.ndarray],
         if same:
             continue
         differs.append(x)
-        w = np.asarray(getattr(part, f"w_{x}"), dtype=float)
-        assert e is not None
-        column = (w @ e.T).T if w.shape[1] == e.shape[1] else None
+        w = att.as_matrix(getattr(r.part, f"w_{x}"))
+        assert r.e is not None
+        # The column convention q = W·e: does the document perhaps multiply the other way?
+        column = (w @ r.e.T).T if w.shape[1] == r.e.shape[1] else None
         if column is not None and np.allclose(column, s, rtol=1e-12, atol=1e-12):
             conv = f"W_{x.upper()}·eᵀ (column vectors) does reproduce the stated {x}"
         else:
             conv = f"W_{x.upper()}·eᵀ (column vectors) does not reproduce them either"
-        if e.shape == s.shape and np.allclose(e, s, rtol=1e-12, atol=1e-12):
-            conv += f"; the stated {x} vectors are the embeddings themselves (as if " \
-                    f"W_{x.upper()} were the identity)"
+        if r.e.shape == s.shape and np.allclose(r.e, s, rtol=1e-12, atol=1e-12):
+            conv += (f"; the stated {x} vectors are the embeddings themselves (as if "
+                     f"W_{x.upper()} were the identity)")
         lines.append(f"  {conv}")
-        notes.append(f"{part.name}: the stated {x} vectors are not E·W_{x.upper()}; {conv}.")
-    if differs and from_w is not None:
+        notes.append(f"{r.part.name}: the stated {x} vectors are not E·W_{x.upper()}; {conv}.")
+    if differs and r.from_w is not None:
         lines += ["", "The steps follow the stated vectors (the document's later numbers derive "
                   "from them). The weights path gives:", "QKᵀ:",
-                  *matrix_lines(from_w.scores, rows_l, cols_l), "softmax weights:",
-                  *matrix_lines(from_w.weights, rows_l, cols_l)]
-    return Panel(f"{title} stated vectors versus embeddings · weights", tuple(lines),
+                  *matrix_lines(r.from_w.scores, r.rows, r.cols), "softmax weights:",
+                  *matrix_lines(r.from_w.weights, r.rows, r.cols)]
+    return Panel("stated vectors versus embeddings · weights", tuple(lines),
                  style="warn" if differs else "ok")
 
 
@@ -673,9 +710,11 @@ def documented_problem(spec: WorkedExampleSpec, entry: Documented) -> str | None
     if name not in qty:
         close = difflib.get_close_matches(name, list(qty), n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        shown = sorted(n for n in qty if "." not in n or n.startswith("variance."))
+        plain = ", ".join(n for n in qty if "." not in n)
+        dotted = sorted({re.sub(r"^(printed|from_weights)\..*", r"\1.*", n)
+                         for n in qty if "." in n})
         return (f"no quantity {name!r} in {run.part.kind} part {part_name!r}{hint}; "
-                f"for example {', '.join(shown[:12])}")
+                f"quantities: {plain}" + (f"; also {', '.join(dotted)}" if dotted else ""))
     for quantity, _printed in _flat(entry.value, entry.quantity):
         _, idx = split_quantity(quantity)
         value = pick(_listed(qty[name]), idx)
