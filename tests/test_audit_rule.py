@@ -132,3 +132,15 @@ def test_printed_weights_that_cannot_sum_to_one_are_flagged(tmp_path):
     r = worked(tmp_path, "  - {where: w, quantity: 'weights[0]', value: [0.09, 0.24, 0.67]}\n",
                parts)
     assert not any("sum to" in n for n in r.notes)  # 1.00 within rounding
+
+
+@pytest.mark.parametrize("x,tolerance,shown", [
+    (22026.4658, 0.05, "22026.466"),  # not "22026" beside a printed 22026.5
+    (0.946499, 0.0005, "0.946499"),  # not "0.9465", which would seem to round to 0.947
+    (5.0, 0.5, "5"),
+    (None, 0.5, "—"),
+])
+def test_computed_values_are_shown_finer_than_the_tolerance(x, tolerance, shown):
+    from sdpa_cli.report.formatting import audit_number
+
+    assert audit_number(x, tolerance) == shown

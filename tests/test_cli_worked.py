@@ -212,3 +212,26 @@ def test_usage_errors_are_one_line_and_exit_2(sdpa, args, needle):
     assert r.code == 2
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], r.err
+
+
+def test_terminal_report_stays_readable(sdpa):
+    r = sdpa("worked-example", "visual-summary", "--no-plots")
+    # The long-format table goes to the files; the terminal says where.
+    assert "Every computed entry (long format): 28 rows in table.csv" in r.err
+    # A note shared by a printed row is said once, naming every entry it explains.
+    line = ("weights[0][0], weights[0][1], weights[0][2], weights[0][3]: the printed weights "
+            "sum to 1.11")
+    assert r.err.count(line) == 1
+
+
+def test_overflowing_exp_tables_are_null_never_nan(sdpa, workdir):
+    text = ("study: worked-example\nparts:\n  - {name: big, kind: attention, "
+            "scores: [[1000, 0]], d_k: 4, exp_tables: true}\ndocumented:\n"
+            "  - {where: x, quantity: 'exp_scores[0][0]', value: 1}\n")
+    r = sdpa("worked-example", str(write_spec(workdir, "big.yaml", text)), "--format", "json",
+             "--no-plots")
+    assert r.code == 0 and "overflow" in r.err
+    doc = json.loads(r.out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert doc["parts"]["big"]["steps"]["exp_scores"] == [[None, 1.0]]
+    assert doc["steps"]["weights"][0] == pytest.approx([1.0, 0.0])
+    assert doc["audit"][0]["computed"] is None and doc["audit"][0]["status"] == "mismatch"
