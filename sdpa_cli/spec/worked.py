@@ -11,6 +11,25 @@ from pydantic import BeforeValidator, Field, model_validator
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.spec.common import Float, Model, PosInt, SpecBase
 
+# What a `documented:` entry can name (`part:` picks the part; it may be left out when there
+# is only one). Indices pick entries: `weights[1]` with a list value compares a whole row,
+# `scores[0][2]` one number.
+#   attention: q, k, v, products (q_i·k_j term by term), scores, scaled_scores,
+#     unscaled_weights, weights, unscaled_output, output, output_terms (weights[i][j]·v_j),
+#     exp_scores, exp_sums, exp_scaled_scores, exp_scaled_sums, d_k, sqrt_d_k,
+#     variance.<scores|scaled_scores>.<population|sample>, mean.<scores|scaled_scores>,
+#     <unscaled_weights|weights>.<max|min>; `printed.*` the same with the document's own
+#     divisor (scale: 1.73), `from_weights.*` the embeddings·weights path.
+#   variance: values, scaled_values, divisor, mean.<values|scaled_values>,
+#     variance.<values|scaled_values>.<population|sample>.
+#   scaling-arithmetic: dims, variances, factor (1/√d), scaled_variance (Var/d), ratio
+#     (Var/Var of the first dim), expected_ratio (d/first d); printed.factor and
+#     printed.scaled_variance (factor² × Var with the printed factors).
+#   cost: d_k, projection, projections, scores_per_head, scores, softmax_per_head, softmax,
+#     weighted_sum_per_head, weighted_sum, output_projection, quadratic_term, linear_term,
+#     crossover_n, total.
+# A variance written without .population or .sample (documents rarely say which) is compared
+# with the closer of the two, and the audit names the one it used.
 KINDS = ("attention", "variance", "scaling-arithmetic", "cost")
 
 # A worked example is done by hand: beyond this many entries a matrix is a data set, and the

@@ -14,7 +14,7 @@ import numpy as np
 
 from sdpa_cli.numerics import attention as att
 from sdpa_cli.spec.common import Documented, Printed
-from sdpa_cli.spec.worked import Part, WorkedExampleSpec
+from sdpa_cli.spec.worked import COMMON_FIELDS, FIELDS_BY_KIND, Part, WorkedExampleSpec
 from sdpa_cli.studies.audit import audit_check, pick, run_audit, split_quantity
 from sdpa_cli.studies.result import AuditEntry, Check, Column, Figure, Panel, Result, Table
 
@@ -31,6 +31,13 @@ COLUMNS = (
 MAIN_STEPS = ("q", "k", "v", "scores", "scaled_scores", "unscaled_weights", "weights",
               "unscaled_output", "output")
 EXP_STEPS = ("exp_scores", "exp_sums", "exp_scaled_scores", "exp_scaled_sums")
+# Every quantity of one path (main, or embeddings·weights).
+ALL_PATH = ("scores", "scaled_scores", "unscaled_weights", "weights", "unscaled_output",
+            "output", "output_terms", "exp_scores", "exp_sums", "exp_scaled_scores",
+            "exp_scaled_sums", "variance.scores.population", "variance.scores.sample",
+            "variance.scaled_scores.population", "variance.scaled_scores.sample",
+            "mean.scores", "mean.scaled_scores", "unscaled_weights.max",
+            "unscaled_weights.min", "weights.max", "weights.min")
 # What depends on the divisor: these are replayed under `printed.` with the document's own.
 SCALED_STEPS = ("scaled_scores", "weights", "output", "output_terms", "exp_scaled_scores",
                 "exp_scaled_sums", "variance.scaled_scores.population",
@@ -174,12 +181,6 @@ def _add_path(out: dict[str, Any], prefix: str, st: att.Steps, names: Iterable[s
             out[prefix + name] = every[name]
 
 
-ALL_PATH = ("scores", "scaled_scores", "unscaled_weights", "weights", "unscaled_output",
-            "output", "output_terms", "exp_scores", "exp_sums", "exp_scaled_scores",
-            "exp_scaled_sums", "variance.scores.population", "variance.scores.sample",
-            "variance.scaled_scores.population", "variance.scaled_scores.sample",
-            "mean.scores", "mean.scaled_scores", "unscaled_weights.max",
-            "unscaled_weights.min", "weights.max", "weights.min")
 
 
 def _root_label(d_k: int) -> str:
@@ -788,7 +789,7 @@ def _lookup(runs: dict[str, PartRun], spec: WorkedExampleSpec):
     return lookup
 
 
-def _explain_by_printed_divisor(a: AuditEntry, entry: Documented, run: PartRun) -> AuditEntry:
+def _explain_by_printed_divisor(a: AuditEntry, run: PartRun) -> AuditEntry:
     """A finding that the document's own divisor reproduces says so in its note."""
     if a.status != "mismatch" or "printed.divisor" not in run.quantities:
         return a
@@ -833,7 +834,7 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
         run_ = runs.get(part or "")
         resolved = _resolve_bare(entry, run_.quantities) if run_ else entry
         for a in run_audit([resolved], lookup, 1.0, spec.document):
-            a = _explain_by_printed_divisor(a, resolved, run_) if run_ else a
+            a = _explain_by_printed_divisor(a, run_) if run_ else a
             if len(spec.parts) > 1:  # the same quantity exists in every part: say whose
                 a = dataclasses.replace(a, quantity=f"{part}/{a.quantity}")
             audit.append(a)
@@ -889,8 +890,6 @@ def _jsonable(values: dict[str, Any]) -> dict[str, Any]:
 def _spec_json(spec: WorkedExampleSpec) -> dict[str, Any]:
     """The resolved spec; each part keeps only the fields of its kind."""
     doc = spec.model_dump(mode="json")
-    from sdpa_cli.spec.worked import COMMON_FIELDS, FIELDS_BY_KIND
-
     doc["parts"] = [
         {k: v for k, v in p.items() if k in COMMON_FIELDS or
          (k in FIELDS_BY_KIND[p["kind"]] and (v is not None or k == "d_k"))}
