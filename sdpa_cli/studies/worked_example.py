@@ -23,7 +23,7 @@ COLUMNS = (
     Column("step", "step", "text"),
     Column("i", "i", "int"),
     Column("j", "j", "int"),
-    Column("value", "value"),
+    Column("value", "value", "int"),  # whole numbers in full (1310720), others to 5 digits
     Column("expansion", "expansion", "text"),
 )
 
