@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from sdpa_cli import report, spec, studies
+from sdpa_cli import paths, report, spec, studies
+from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
+from sdpa_cli.report import examples as report_examples
 
 
 def run_study(
@@ -30,3 +35,117 @@ def run_study(
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)
     return report.exit_code(result, settings)
+
+
+# --- worked examples: NAME lookup, --list and --all -------------------------------------------
+
+WORKED = "worked-example"
+
+
+def example_specs() -> list[Path]:
+    """Every worked example a NAME can reach, in lookup order: `experiments/worked-example/`
+    of the current folder first, then the shipped ones (a local file shadows a shipped one)."""
+    found: dict[str, Path] = {}
+    for root in (paths.default_experiments(), paths.shipped_experiments()):
+        folder = root / WORKED if root is not None else None
+        if folder is not None and folder.is_dir():
+            for path in paths.spec_files(folder):
+                found.setdefault(path.stem, path)
+    return list(found.values())
+
+
+def is_example_name(target: str) -> bool:
+    """A bare word such as `money-bank-grows` names an example; anything with a folder part
+    or a .yaml/.yml suffix is a spec file."""
+    return "/" not in target and os.sep not in target and \
+        not target.endswith((".yaml", ".yml"))
+
+
+def find_example(name: str) -> Path:
+    """The spec file of a named example, or exit 2 with a did-you-mean."""
+    specs = {p.stem: p for p in example_specs()}
+    if name in specs:
+        return specs[name]
+    close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise InputError(Problem(
+        f"worked-example: no example named {name!r}{hint}; `sdpa worked-example --list` shows "
+        f"them (a spec file is given by its path, e.g. ./{name}.yaml)"))
+
+
+def _listed(path: Path) -> report_examples.Listed:
+    try:
+        s = spec.load(path, study=WORKED)
+    except InputError as e:
+        return report_examples.Listed(path.stem, "", "", str(path), e.problems[0].render())
+    return report_examples.Listed(s.name or path.stem, s.description or s.title, s.source,
+                                  str(path))
+
+
+def _sorted_examples() -> list[Path]:
+    """Grouped by source document (their file names sort in the documents' order)."""
+    listed = [(p, _listed(p)) for p in example_specs()]
+    return [p for p, _ in sorted(listed, key=lambda x: (x[1].source.split(",")[0], x[1].name))]
+
+
+def list_examples(settings: report.Settings) -> int:
+    entries = [_listed(p) for p in _sorted_examples()]
+    report_examples.show_listing(entries, settings.fmt)
+    return EXIT_OK
+
+
+def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
+                     settings: report.Settings, argv: list[str] | None = None) -> int:
+    """Every example, each into its own run folder (under --out if given); one document on
+    stdout. Every spec and folder is checked before the first example runs (exit 2)."""
+    loaded, problems = [], []
+    for path in _sorted_examples():
+        try:
+            s = spec.load(path, study=WORKED, overrides=overrides, flags=flags)
+            studies.check_documented(s, str(path))
+        except InputError as e:
+            problems.extend(e.problems)
+            continue
+        loaded.append(s)
+    if problems:
+        raise InputError(problems)
+    if not loaded:
+        raise InputError(Problem("worked-example: no examples found (looked in "
+                                 "experiments/worked-example/ and the shipped specs)"))
+    per_example = dataclasses.replace(
+        settings, out=None, root=settings.out if settings.out is not None else settings.root)
+    targets = [report.target_for(s.name or WORKED, per_example) for s in loaded]
+    done = []
+    for s, target in zip(loaded, targets, strict=True):
+        started = time.time()
+        result = studies.module(WORKED).run(s, workers=settings.workers)
+        folder = report.write_run(result, per_example, target=target,
+                                  argv=argv if argv is not None else sys.argv, started=started)
+        done.append((result, folder))
+    text = report_examples.batch_document([r for r, _ in done], settings.fmt)
+    if text is not None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if not settings.quiet:
+        report_examples.show_batch(done, check=settings.check)
+    failed = any(not r.passed for r, _ in done)
+    return EXIT_CHECK_FAILED if settings.check and failed else EXIT_OK
+
+
+def worked_example(target: str | None, *, list_: bool, all_: bool, overrides: dict[str, Any],
+                   flags: dict[str, str], settings: report.Settings) -> int:
+    """`sdpa worked-example`: --list, --all, a NAME, or a SPEC file."""
+    if list_:
+        if target is not None or all_:
+            raise InputError(Problem("takes no NAME, SPEC or --all", flag="--list"))
+        return list_examples(settings)
+    if all_:
+        if target is not None:
+            raise InputError(Problem("runs every example; give no NAME or SPEC with it",
+                                     flag="--all"))
+        return run_all_examples(overrides=overrides, flags=flags, settings=settings)
+    if target is None:
+        raise InputError(Problem("worked-example: give an example NAME or a SPEC file, or "
+                                 "--list to see the examples, or --all to run them all"))
+    path = find_example(target) if is_example_name(target) else Path(target)
+    return run_study(WORKED, path, overrides=overrides, flags=flags, settings=settings)

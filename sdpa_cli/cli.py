@@ -168,6 +168,36 @@ def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
     return batch.run_validate(list(targets), quiet=quiet)
 
 
+@cli.command("worked-example", cls=StudyCommand)
+@click.argument("target", metavar="[NAME or SPEC]", required=False)
+@click.option("--list", "list_", is_flag=True,
+              help="List the examples (name, description, source) on stdout.")
+@click.option("--all", "all_", is_flag=True,
+              help="Run every example, each into its own run folder.")
+@click.option("--expand", is_flag=True,
+              help="Show every QKᵀ entry as its dot-product expansion (2×1 + 1×0 + 3×2 = 8).")
+@common_options
+def worked_example(target: str | None, list_: bool, all_: bool, expand: bool,
+                   **kwargs: Any) -> int:
+    """The documents' worked examples step by step, and an audit of their numbers.
+
+    \b
+    Examples:
+      sdpa worked-example --list
+      sdpa worked-example money-bank-grows --expand
+      sdpa worked-example my-notes.yaml --check      exit 1 if a number disagrees
+      sdpa worked-example --all --format json
+    """
+    from sdpa_cli import app
+
+    params, common = _split(kwargs)
+    # --expand only ever turns expansions on; without it the spec's `expand:` stands.
+    overrides, flags = _overrides({**params, "expand": "true" if expand else None},
+                                  {"expand": "--expand", "seed": "--seed"})
+    return app.worked_example(target, list_=list_, all_=all_, overrides=overrides,
+                              flags=flags, settings=_settings(**common))
+
+
 class Terminated(BaseException):
     """SIGTERM, turned into an exception so that temporary folders are cleaned up."""
 

@@ -36,6 +36,17 @@ def number(x: Any, fmt: str = "g") -> str:
     return str(x)
 
 
+def audit_number(x: float | None, tolerance: float) -> str:
+    """A computed value beside a printed one: two digits finer than the tolerance (at least
+    5 significant), so 22026.466 does not show as 22026 next to a printed 22026.5."""
+    if x is None or not math.isfinite(x):
+        return MISSING
+    digits = 5
+    if tolerance > 0 and x != 0:
+        digits = min(12, max(5, math.ceil(math.log10(abs(x) / tolerance)) + 2))
+    return f"{x:.{digits}g}"
+
+
 def cell(row: dict[str, Any], column: Column) -> str:
     value = row.get(column.key)
     if column.fmt == "text":

@@ -11,7 +11,7 @@ from rich.panel import Panel as RichPanel
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.report.formatting import cell, number
+from sdpa_cli.report.formatting import audit_number, cell
 from sdpa_cli.studies.result import AuditEntry, Result, Table
 
 
@@ -46,7 +46,8 @@ def audit_table(entries: tuple[AuditEntry, ...]) -> RichTable:
         else:
             status = Text("mismatch" + (" (accepted)" if a.accepted else ""),
                           style="yellow" if a.accepted else "bold red")
-        out.add_row(a.source, a.quantity, a.printed, number(a.computed), status)
+        out.add_row(a.source, a.quantity, a.printed, audit_number(a.computed, a.tolerance),
+                    status)
     return out
 
 
@@ -63,14 +64,27 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         border = {"ok": "green", "warn": "yellow"}.get(panel.style, "blue")
         con.print(RichPanel(Text("\n".join(panel.lines)), title=panel.title,
                             title_align="left", border_style=border, expand=False))
-    con.print(rich_table(result.table))
+    if result.table.terminal:
+        con.print(rich_table(result.table))
+    else:
+        con.print(Text(f"{result.table.title}: {len(result.table.rows)} rows in table.csv, "
+                       "table.md and results.json", style="dim"))
     for t in result.tables:
         con.print(rich_table(t))
     if result.audit:
         con.print(audit_table(result.audit))
+        # One line per explanation: the entries of a printed row that share it are named
+        # together rather than repeating the same sentence once per number.
+        explained: list[tuple[str, list[str]]] = []
         for a in result.audit:
             if a.status == "mismatch" and (a.note or a.accepted):
-                con.print(Text(f"  {a.quantity}: {a.note or a.accepted}", style="dim"))
+                why = a.note or a.accepted or ""
+                if explained and explained[-1][0] == why:
+                    explained[-1][1].append(a.quantity)
+                else:
+                    explained.append((why, [a.quantity]))
+        for why, quantities in explained:
+            con.print(Text(f"  {', '.join(quantities)}: {why}", style="dim"))
     for note in result.notes:
         con.print(Text(f"note: {note}", style="dim"))
     failed = [c for c in result.checks if not c.passed]

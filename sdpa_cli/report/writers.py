@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from sdpa_cli.report.formatting import cell, csv_value, number
+from sdpa_cli.report.formatting import audit_number, cell, csv_value, number
 from sdpa_cli.studies.result import Result, Table
 
 
@@ -89,7 +89,7 @@ def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[s
                 status += " (accepted)"
             lines.append(
                 f"| {_md_escape(a.source)} | {_md_escape(a.quantity)} | {_md_escape(a.printed)} | "
-                f"{number(a.computed)} | {number(a.tolerance)} | {status} |"
+                f"{audit_number(a.computed, a.tolerance)} | {number(a.tolerance)} | {status} |"
             )
         lines.append("")
         notes = [a for a in result.audit if a.note or a.accepted]

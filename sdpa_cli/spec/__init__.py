@@ -21,6 +21,7 @@ from sdpa_cli.spec.yamlio import Document, field_name, parse, read_text
 # study name → "module:Model"; imported on demand so `sdpa --help` stays light.
 STUDIES: dict[str, str] = {
     "variance": "sdpa_cli.spec.variance:VarianceSpec",
+    "worked-example": "sdpa_cli.spec.worked:WorkedExampleSpec",
 }
 
 
@@ -79,9 +80,9 @@ def load(
     data.update(overrides or {})
     if "name" not in data:
         data["name"] = _safe_name(path.stem if path is not None else (default_name or study))
-    if data.get("seed") is None:
-        data["seed"] = fresh_entropy()
     cls = model_for(study)
+    if data.get("seed") is None and cls.draws_random:
+        data["seed"] = fresh_entropy()
     try:
         return cls.model_validate(data)
     except ValidationError as e:

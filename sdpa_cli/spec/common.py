@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -158,6 +158,10 @@ class Documented(Model):
 
 class SpecBase(Model):
     """Identity and bookkeeping shared by every study."""
+
+    # False for a study that draws nothing at random: no seed is drawn for it, so its
+    # resolved spec (and results.json) is the same from run to run.
+    draws_random: ClassVar[bool] = True
 
     study: str
     name: str | None = Field(None, pattern=NAME_PATTERN)  # output folder; default: file stem

@@ -10,6 +10,7 @@ from sdpa_cli.spec.common import SpecBase
 
 MODULES = {
     "variance": "sdpa_cli.studies.variance",
+    "worked-example": "sdpa_cli.studies.worked_example",
 }
 
 

@@ -23,6 +23,9 @@ class Table:
     title: str
     columns: tuple[Column, ...]
     rows: tuple[Mapping[str, Any], ...]
+    # False for a table too long to read in a terminal (one row per matrix entry): the
+    # terminal names the files that hold it; CSV, Markdown and JSON carry it whole.
+    terminal: bool = True
 
 
 @dataclass(frozen=True)
