@@ -9,7 +9,13 @@ import numpy as np
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.moments import Histogram, Moments, Reservoir, bin_counts
 from sdpa_cli.numerics.rng import block_generator
-from sdpa_cli.numerics.sampling import PairLaw, direct_block, exact_block, plan_blocks
+from sdpa_cli.numerics.sampling import (
+    PairLaw,
+    direct_block,
+    dot_shift,
+    exact_block,
+    plan_blocks,
+)
 
 FINE_BINS = 8192  # histogram resolution; figures merge whole fine bins
 SAMPLE_CAP = 100_000  # raw values kept per stream; quantiles beyond it come from the histogram
@@ -36,11 +42,13 @@ class Summary:
 
 @dataclass(frozen=True)
 class DotStats:
-    """The summaries of q·k (and of cos(q, k) when asked) for one dimension."""
+    """The summaries of q·k − shift (and of cos(q, k) when asked) for one dimension."""
 
-    dot: Summary
+    dot: Summary  # of (q·k − shift)/scale: map a value v back as shift + scale·v
     cosine: Summary | None
     degenerate: int  # pairs with a zero vector, whose cosine is undefined
+    shift: float = 0.0  # d·m², kept apart so the spread keeps its digits
+    scale: float = 1.0  # the unit of the summarised values, e.g. the theoretical sd
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class _Stream:
 
 def _needs_side(law: PairLaw, method: str) -> bool:
     if method == "exact":
-        return law.kind == "normal" and law.rho < 1.0 and law.rho > -1.0
+        return law.kind == "normal"
     return law.rho != 0.0 and law.kind != "normal"
 
 
@@ -105,8 +113,13 @@ def simulate_dots(
     dot_range: tuple[float, float],
     cosine: bool = False,
     sample_cap: int = SAMPLE_CAP,
+    scale: float = 1.0,
 ) -> DotStats:
-    """Draw `pairs` dot products in standardized units and summarise them.
+    """Draw `pairs` dot products in standardized units and summarise q·k − d·m².
+
+    The values summarised are (q·k − d·m²)/scale: in units of about their own spread, their
+    fourth powers stay finite even when q·k itself is near the float64 limit. `dot_range`
+    (the histogram's range) is in those units.
 
     Block b uses SeedSequence(entropy, spawn_key=key + (b,)); the block layout depends only
     on d and the method, so the result depends only on (law, d, pairs, entropy, key), never
@@ -128,6 +141,8 @@ def simulate_dots(
             dot, cos, degenerate = exact_block(rng, law, rows, d, side), None, 0
         else:
             dot, cos, degenerate = direct_block(rng, law, rows, d, plan.cols, want_cos, side)
+        if scale != 1.0:
+            dot = dot / scale
         cos_part = _Part.of(cos, cos_lo, cos_hi, sample_cap) if cos is not None else None
         return _Part.of(dot, lo, hi, sample_cap), cos_part, degenerate
 
@@ -144,4 +159,4 @@ def simulate_dots(
 
     degenerate = fold_blocks(plan.blocks, work, fold, 0, workers)
     return DotStats(dot_stream.freeze(), cos_stream.freeze() if cos_stream else None,
-                    degenerate)
+                    degenerate, dot_shift(law, d), scale)

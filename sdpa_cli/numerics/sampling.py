@@ -92,78 +92,99 @@ def fill_pairs(
     """Queries and keys with the law's marginals, correlation and mean, in place."""
     fill_components(rng, law.kind, q)
     fill_components(rng, law.kind, k)
-    _correlate_and_shift(rng, law, q, k, mask)
+    _correlate(rng, law, q, k, mask)
     if law.m:
+        q += law.m
         k += law.m
 
 
-def _correlate_and_shift(rng: np.random.Generator, law: PairLaw, q: np.ndarray,
-                         k: np.ndarray, mask: np.ndarray) -> None:
-    """Give k its correlation with q (in standardized units), then shift q by the mean."""
-    if law.rho:
-        if law.kind == "normal":
-            k *= math.sqrt(1.0 - law.rho * law.rho)
-            k += law.rho * q
-        else:
-            # Copy (or mirror) the query coordinate with probability |ρ|: keeps the marginal.
-            rng.random(out=mask)
-            take = mask < abs(law.rho)
-            if law.rho > 0:
-                np.copyto(k, q, where=take)
-            else:
-                np.negative(q, out=k, where=take)
-    if law.m:
-        q += law.m
+def _correlate(rng: np.random.Generator, law: PairLaw, q: np.ndarray, k: np.ndarray,
+               mask: np.ndarray) -> None:
+    """Give k its correlation with q (standardized, zero-mean components), in place."""
+    if not law.rho:
+        return
+    if law.kind == "normal":
+        k *= math.sqrt(1.0 - law.rho * law.rho)
+        k += law.rho * q
+        return
+    # Copy (or mirror) the query coordinate with probability |ρ|: keeps the marginal.
+    rng.random(out=mask)
+    take = mask < abs(law.rho)
+    if law.rho > 0:
+        np.copyto(k, q, where=take)
+    else:
+        np.negative(q, out=k, where=take)
 
 
 def fill_pair_rows(
     rng: np.random.Generator, law: PairLaw, qk: np.ndarray, mask: np.ndarray,
     side: np.random.Generator | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Fill rows [q_r | k_r] of `qk` (shape rows × 2w) and return the q and k views.
+    """Fill rows [x_r | y_r] of `qk` (shape rows × 2w) with the zero-mean parts of q and k.
 
     Drawing row by row in one buffer makes the first N rows of a block the same whatever
     the block's length. Coin flips for the non-Gaussian correlation come from `side`, a
-    second stream, for the same reason.
+    second stream, for the same reason. The mean m is not added here: see direct_block.
     """
     width = qk.shape[1] // 2
     fill_components(rng, law.kind, qk)
     q, k = qk[:, :width], qk[:, width:]
-    _correlate_and_shift(side or rng, law, q, k, mask)
-    if law.m:
-        k += law.m
+    _correlate(side or rng, law, q, k, mask)
     return q, k
+
+
+def dot_shift(law: PairLaw, d: int) -> float:
+    """The constant d·m² that direct_block and exact_block leave out of q·k."""
+    return 0.0 if law.kind == "sphere" else d * law.m * law.m
 
 
 def direct_block(
     rng: np.random.Generator, law: PairLaw, rows: int, d: int, cols: int, cosine: bool,
     side: np.random.Generator | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """q·k for `rows` pairs of d-dimensional vectors, cos(q, k) when asked, and the number
-    of pairs holding a zero vector (whose cosine is undefined and set to 0).
+    """q·k − d·m² for `rows` pairs of d-dimensional vectors, cos(q, k) when asked, and the
+    number of pairs holding a zero vector (whose cosine is undefined and set to 0).
 
-    For the sphere law the vectors are normalised, so the first array is already u·v.
+    With q = m + x and k = m + y, q·k − d·m² = x·y + m(Σx + Σy): computing it this way
+    keeps every digit of the spread even when the mean dwarfs it (m = 1e150 would otherwise
+    round x away entirely). For the sphere law the first array is u·v itself.
     """
     work = _WORK
+    m = 0.0 if law.kind == "sphere" else law.m
     dot = np.zeros(rows)
+    sums = np.zeros(rows) if m else None
     norms = cosine or law.kind == "sphere"
     nq = np.zeros(rows) if norms else None
     nk = np.zeros(rows) if norms else None
+    sq = np.zeros(rows) if norms and m else None
+    sk = np.zeros(rows) if norms and m else None
     for start in range(0, d, cols):
         width = min(cols, d - start)
         size = rows * width
         qk = work.qk[: 2 * size].reshape(rows, 2 * width)
         q, k = fill_pair_rows(rng, law, qk, work.mask[:size].reshape(rows, width), side)
         dot += np.einsum("ij,ij->i", q, k)
+        if m:
+            sums += qk.sum(axis=1)  # Σx + Σy over this chunk
         if norms:
             nq += np.einsum("ij,ij->i", q, q)
             nk += np.einsum("ij,ij->i", k, k)
+            if m:
+                sq += q.sum(axis=1)
+                sk += k.sum(axis=1)
+    if m:
+        dot += m * sums
     if not norms:
         return dot, None, 0
+    if m:  # |m + x|² = |x|² + 2mΣx + d·m²
+        nq += 2.0 * m * sq + d * m * m
+        nk += 2.0 * m * sk + d * m * m
     denom = np.sqrt(nq * nk)
     # A zero vector (possible for shifted Rademacher components) has no direction.
     defined = denom > 0
-    cos = np.divide(dot, denom, out=np.zeros(rows), where=defined)
+    full = dot + d * m * m if m else dot
+    cos = np.divide(full, denom, out=np.zeros(rows), where=defined)
+    np.clip(cos, -1.0, 1.0, out=cos)
     degenerate = rows - int(np.count_nonzero(defined))
     if law.kind == "sphere":
         return cos, (cos if cosine else None), degenerate
@@ -172,12 +193,15 @@ def direct_block(
 
 def exact_block(rng: np.random.Generator, law: PairLaw, rows: int, d: int,
                 side: np.random.Generator | None = None) -> np.ndarray:
-    """q·k drawn from its exact law at O(1) cost per pair, whatever d.
+    """q·k − d·m² drawn from its exact law at O(1) cost per pair, whatever d.
 
-    Gaussian: with u = q + k and v = q − k (independent), q·k = (|u|² − |v|²)/4, so
-    q·k = ½((1+ρ)·A − (1−ρ)·B) with A ~ χ'²_d(λ = 2dm²/(1+ρ)) and B ~ χ²_d.
+    Gaussian: with u = q + k and v = q − k (independent), q·k = (|u|² − |v|²)/4 =
+    ½((1+ρ)·A − (1−ρ)·B), A ~ χ'²_d(λ = 2dm²/(1+ρ)), B ~ χ²_d. Writing A = (√λ + Z)² + C
+    and B = Z'² + C' (C, C' ~ χ²_{d−1}) and using ½(1+ρ)λ = d·m² gives the centred value
+    ½(1+ρ)(2√λ·Z + Z² + C) − ½(1−ρ)B exactly, without the huge constant.
     Sphere: u·v is distributed as 2·Beta((d−1)/2, (d−1)/2) − 1 (±1 with equal odds if d = 1).
-    B comes from `side`, a second stream, so that N draws are a prefix of any longer run.
+    Normals come in (Z, Z') rows from `rng` and (C, C') rows from `side`, so N draws are a
+    prefix of any longer run.
     """
     if law.kind == "sphere":
         if d == 1:
@@ -187,13 +211,12 @@ def exact_block(rng: np.random.Generator, law: PairLaw, rows: int, d: int,
     if law.kind != "normal":
         raise ValueError("the exact method needs normal or sphere components")
     m, rho = law.m, law.rho
-    out = np.zeros(rows)
+    z = rng.standard_normal((rows, 2))
+    c = (side or rng).chisquare(d - 1, (rows, 2)) if d > 1 else np.zeros((rows, 2))
+    b = z[:, 1] * z[:, 1] + c[:, 1]
+    out = -0.5 * (1.0 - rho) * b
     if rho > -1.0:
-        lam = 2.0 * d * m * m / (1.0 + rho)
-        a = rng.noncentral_chisquare(d, lam, rows) if lam > 0 else rng.chisquare(d, rows)
-        out += 0.5 * (1.0 + rho) * a
-    else:  # u = q + k is the constant 2m: |u|²/4 = d·m²
-        out += d * m * m
-    if rho < 1.0:
-        out -= 0.5 * (1.0 - rho) * (side or rng).chisquare(d, rows)
+        root_lam = math.sqrt(2.0 * d / (1.0 + rho)) * abs(m)
+        centred_a = 2.0 * root_lam * z[:, 0] + z[:, 0] * z[:, 0] + c[:, 0]
+        out += 0.5 * (1.0 + rho) * centred_a
     return out

@@ -56,23 +56,39 @@ def _central_powers(p: Poly, kind_x: str, kind_y: str) -> tuple[float, float, fl
 
 @dataclass(frozen=True)
 class DotMoments:
-    """Mean, variance and fourth central moment of q·k (standardized units)."""
+    """Mean, variance and fourth central moment of q·k (standardized units).
+
+    `kurt`, when given, is the kurtosis computed without forming μ₄: for a huge mean μ₄ can
+    overflow (≈ 1e600) while the variance and kurtosis are ordinary numbers.
+    """
 
     mean: float
     variance: float
-    mu4: float  # E[(q·k − mean)⁴]
+    mu4: float  # E[(q·k − mean)⁴]; may be inf where only `kurt` is representable
+    kurt: float | None = None
 
     @property
     def kurtosis(self) -> float:
+        if self.kurt is not None:
+            return self.kurt
         return self.mu4 / (self.variance * self.variance)
+
+    def variance_se(self, n: int) -> float:
+        """se of the sample variance of n draws, as σ²·√((kurtosis − (n−3)/(n−1))/n)."""
+        if self.variance == 0.0:
+            return 0.0
+        excess = max(0.0, self.kurtosis - (n - 3) / (n - 1))
+        return self.variance * math.sqrt(excess / n)
 
     def scaled(self, c: float) -> DotMoments:
         """The moments of c·(q·k)."""
-        return DotMoments(c * self.mean, c * c * self.variance, c**4 * self.mu4)
+        return DotMoments(c * self.mean, c * c * self.variance, c**4 * self.mu4, self.kurt)
 
 
-def term_moments(kind: str, m: float, rho: float) -> tuple[float, float, float, float]:
-    """Mean and central moments μ2, μ3, μ4 of one term W = q_i·k_i.
+def term_moments(kind: str, m: float, rho: float, scale: float = 1.0
+                 ) -> tuple[float, float, float, float]:
+    """Mean and central moments μ2, μ3, μ4 of one term W = q_i·k_i, the central moments
+    in units of `scale` (i.e. of W/scale), so that a huge m need not overflow.
 
     q_i = m + X and k_i = m + Y with standardized X, Y and corr(X, Y) = ρ. For the normal law
     Y = ρX + √(1−ρ²)Z (jointly Gaussian). For the other laws Y is a copy of X (or its mirror
@@ -81,18 +97,20 @@ def term_moments(kind: str, m: float, rho: float) -> tuple[float, float, float, 
     large m² part cancels exactly instead of in floating point.
     """
     mean = m * m + rho
+    ms, u = m / scale, 1.0 / scale
     if kind == "normal":
         s = math.sqrt(max(0.0, 1.0 - rho * rho))
         # W − E[W] = m(1+ρ)X + m·s·Z + ρX² + s·XZ − ρ, with Z independent of X.
-        p: Poly = {(1, 0): m * (1 + rho), (0, 1): m * s, (2, 0): rho, (1, 1): s, (0, 0): -rho}
+        p: Poly = {(1, 0): ms * (1 + rho), (0, 1): ms * s, (2, 0): rho * u, (1, 1): s * u,
+                   (0, 0): -rho * u}
         mu2, mu3, mu4 = _central_powers(p, "normal", "normal")
         return mean, mu2, mu3, mu4
     a = abs(rho)
     c = 1.0 if rho >= 0 else -1.0
     # Independent branch: W − E[W] = mX + mY + XY − ρ.
-    indep: Poly = {(1, 0): m, (0, 1): m, (1, 1): 1.0, (0, 0): -rho}
+    indep: Poly = {(1, 0): ms, (0, 1): ms, (1, 1): u, (0, 0): -rho * u}
     # Copy branch (Y = cX): W − E[W] = m(1+c)X + cX² − ρ.
-    copy: Poly = {(1, 0): m * (1 + c), (2, 0): c, (0, 0): -rho}
+    copy: Poly = {(1, 0): ms * (1 + c), (2, 0): c * u, (0, 0): -rho * u}
     i2, i3, i4 = _central_powers(indep, kind, kind)
     c2, c3, c4 = _central_powers(copy, kind, kind)
     return mean, a * c2 + (1 - a) * i2, a * c3 + (1 - a) * i3, a * c4 + (1 - a) * i4
@@ -102,11 +120,15 @@ def dot_moments(kind: str, d: int, m: float = 0.0, rho: float = 0.0) -> DotMomen
     """Exact mean, variance and fourth central moment of q·k over d iid coordinates."""
     if kind == "sphere":
         # u·v for independent uniform unit vectors: a coordinate of a uniform unit vector.
-        return DotMoments(0.0, 1.0 / d, 3.0 / (d * (d + 2.0)))
-    mean, mu2, _mu3, mu4 = term_moments(kind, m, rho)
-    kappa4 = mu4 - 3.0 * mu2 * mu2
-    variance = d * mu2
-    return DotMoments(d * mean, variance, d * kappa4 + 3.0 * variance * variance)
+        return DotMoments(0.0, 1.0 / d, 3.0 / (d * (d + 2.0)), 3.0 * d / (d + 2.0))
+    scale = 1.0 + abs(m)  # keeps every coefficient of the term's polynomial O(1)
+    mean, mu2, _mu3, mu4 = term_moments(kind, m, rho, scale)
+    variance = d * mu2 * scale * scale
+    with np.errstate(over="ignore"):
+        unit4 = float(np.float64(scale) ** 4)
+    kurt = 3.0 + (mu4 - 3.0 * mu2 * mu2) / (d * mu2 * mu2) if mu2 > 0 else None
+    mu4_total = (d * (mu4 - 3.0 * mu2 * mu2) + 3.0 * (d * mu2) ** 2) * unit4
+    return DotMoments(d * mean, variance, mu4_total, kurt)
 
 
 def cosine_moments(kind: str, d: int, m: float = 0.0, rho: float = 0.0) -> DotMoments | None:
@@ -257,4 +279,6 @@ def dot_density(
     if kind == "normal" and m == 0.0:
         return gaussian_dot_density(x, d, rho), "exact"
     mom = dot_moments(kind, d, m, rho)
+    if mom.variance <= 0.0:  # q·k is a constant (e.g. ±1 components with ρ = ±1)
+        return np.zeros_like(np.asarray(x, dtype=float)), "none (q·k is constant)"
     return normal_density(x, mom.mean, mom.variance), "normal approx."

@@ -69,7 +69,13 @@ def law_of(spec: VarianceSpec) -> tuple[PairLaw, float]:
     """The standardized pair law and the unit σ² that maps its q·k to physical units."""
     if spec.distribution == "sphere":
         return PairLaw("sphere"), 1.0
-    return PairLaw(spec.distribution, spec.mean / spec.std, spec.correlation), spec.std**2
+    # std·std, not std**2: a float power raises OverflowError where a product gives inf.
+    return PairLaw(spec.distribution, spec.mean / spec.std, spec.correlation), spec.std * spec.std
+
+
+def centred_mean(law: PairLaw, d: int) -> float:
+    """E[q·k − d·m²] = d·ρ (0 for unit vectors): the engine's values are centred this way."""
+    return 0.0 if law.kind == "sphere" else d * law.rho
 
 
 def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
@@ -81,9 +87,12 @@ def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
     per_dim: list[tuple[int, theory.DotMoments, DotStats]] = []
     for i, d in enumerate(spec.dims):
         mom = theory.dot_moments(law.kind, d, law.m, law.rho)
+        scale = _scale(law, mom)
+        lo, hi = _range(law, d, mom)
         stats = simulate_dots(
             law, d, spec.pairs, entropy=spec.seed, key=(i,), method=spec.method,
-            workers=workers, dot_range=_range(law, mom), cosine=want_cosine,
+            workers=workers, dot_range=(lo / scale, hi / scale), cosine=want_cosine,
+            scale=scale,
         )
         per_dim.append((d, mom, stats))
         for scaling in spec.scalings:
@@ -111,15 +120,23 @@ def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
     )
 
 
-def _range(law: PairLaw, mom: theory.DotMoments) -> tuple[float, float]:
-    """Histogram range in standardized units: ±16 theoretical sd (the whole of [−1, 1] for
-    unit vectors). Values outside are still counted, as under/overflow."""
+def _scale(law: PairLaw, mom: theory.DotMoments) -> float:
+    """The engine's unit: the theoretical sd of q·k, so its summaries never overflow."""
+    sd = math.sqrt(mom.variance)
+    return sd if law.kind != "sphere" and 0.0 < sd < math.inf else 1.0
+
+
+def _range(law: PairLaw, d: int, mom: theory.DotMoments) -> tuple[float, float]:
+    """Histogram range of q·k − d·m² in standardized units: ±16 theoretical sd around its
+    mean (the whole of [−1, 1] for unit vectors). Values outside still count everywhere
+    but in the figure, as under/overflow."""
     if law.kind == "sphere":
         return -1.0, 1.0 + 1e-12
+    centre = centred_mean(law, d)
     sd = math.sqrt(mom.variance)
     if sd == 0.0:
-        return mom.mean - 1.0, mom.mean + 1.0
-    return mom.mean - 16.0 * sd, mom.mean + 16.0 * sd
+        return centre - 1.0, centre + 1.0
+    return centre - 16.0 * sd, centre + 16.0 * sd
 
 
 def _finite(x: float) -> float | None:
@@ -136,68 +153,88 @@ def _row(
     d: int, scaling: Scaling, law: PairLaw, unit: float, mom: theory.DotMoments,
     stats: DotStats, k: float,
 ) -> dict[str, Any]:
-    """One table row. Statistics are computed in standardized units (so z, ratio and
-    kurtosis never overflow) and only then multiplied into physical units."""
+    """One table row.
+
+    The engine's values v are in units where the spread is about 1: a physical value is
+    c·(shift + s·v). z, the variance ratio and the kurtosis are computed in those units,
+    so they stay finite whenever their true values are; physical numbers that float64
+    cannot hold (Var = d·σ⁴ at σ = 1e150) become null with a note instead of inf or 0.
+    """
     if scaling.cosine:
         summary = stats.cosine
         assert summary is not None
         c = scaling.factor(d)  # cos(q, k) does not depend on σ
         exact = theory.cosine_moments(law.kind, d, law.m, law.rho)
+        shift, s, centre = 0.0, 1.0, 0.0 if exact is None else exact.mean
     else:
         summary = stats.dot
         c = scaling.factor(d) * unit
         exact = mom
+        shift, s, centre = stats.shift, stats.scale, centred_mean(law, d)
     m = summary.moments
     n = m.n
+    g = c * s  # physical units per engine unit
     note = ""
     if exact is not None:
-        se_std = theory.variance_se(exact.variance, exact.mu4, n)
-        se_basis = "exact fourth moment"
-        z = _z(m.variance, exact.variance, se_std)
-        mean_z = _z(m.mean, exact.mean, math.sqrt(exact.variance / n))
+        var_v = exact.variance / s / s
+        theory_var_phys = g * g * var_v
+        se_v = exact.variance_se(n) / s / s
+        se_basis = "exact kurtosis of q·k"
+        z = _z(m.variance, var_v, se_v)
+        mean_z = _z(m.mean, centre / s, math.sqrt(var_v / n))
         theory_mean, theory_var = exact.mean, exact.variance
         theory_kurt: float | None = exact.kurtosis if exact.variance > 0 else None
-        ratio = m.variance / exact.variance if exact.variance > 0 else None
+        ratio = m.variance / var_v if var_v > 0 else None
     else:
-        se_std = theory.variance_se(m.variance, m.central4, n)
+        se_v = theory.variance_se(m.variance, m.central4, n)
         se_basis = "fourth moment estimated from the sample"
         z = mean_z = math.nan
-        theory_mean = theory_var = math.nan
+        theory_mean = theory_var = theory_var_phys = math.nan
         theory_kurt = ratio = None
         note = "no closed form for this law under cosine scaling; se from the sample"
     if scaling.cosine and stats.degenerate:
         note = (note + "; " if note else "") + (
             f"{stats.degenerate} pairs had a zero vector; their cosine counts as 0"
         )
-    variance = c * c * m.variance
-    se = c * c * se_std
+    variance = g * g * m.variance
     if not math.isfinite(variance) or (variance == 0.0 and m.variance > 0.0):
-        note = (note + "; " if note else "") + "variance outside float64 range in these units"
+        note = (note + "; " if note else "") + (
+            "the variance in these units is beyond float64 (reported as null); z, ratio "
+            "and kurtosis are exact"
+        )
+        variance = math.nan
+    se = g * g * se_v
+
+    def phys(v: float) -> float | None:
+        return _finite(c * (shift + s * v))
+
     return {
         "dim": d,
         "scaling": scaling.label,
         "factor": _finite(c),
         "pairs": n,
-        "mean": _finite(c * m.mean),
-        "mean_se": _finite(abs(c) * math.sqrt(m.variance / n)),
+        "mean": phys(m.mean),
+        "mean_se": _finite(abs(g) * math.sqrt(m.variance / n)),
         "variance": _finite(variance),
-        "std": _finite(abs(c) * math.sqrt(m.variance)),
+        "std": _finite(abs(g) * math.sqrt(m.variance)) if math.isfinite(variance) else None,
         "theory_mean": _finite(c * theory_mean),
-        "theory_variance": _finite(c * c * theory_var),
-        "theory_std": _finite(abs(c) * math.sqrt(theory_var)),
-        "se": _finite(se),
+        "theory_variance": _finite(theory_var_phys)
+        if theory_var_phys > 0 or theory_var == 0 else None,
+        "theory_std": _finite(math.sqrt(theory_var_phys))
+        if theory_var_phys > 0 or theory_var == 0 else None,
+        "se": _finite(se) if math.isfinite(variance) else None,
         "ci_low": _finite(variance - k * se),
         "ci_high": _finite(variance + k * se),
         "z": _finite(z),
         "mean_z": _finite(mean_z),
         "ratio": _finite(ratio) if ratio is not None else None,
-        "min": _finite(c * m.min),
-        "max": _finite(c * m.max),
+        "min": phys(m.min),
+        "max": phys(m.max),
         "kurtosis": _finite(m.kurtosis),
         "theory_kurtosis": theory_kurt,
-        "p025": _finite(c * summary.quantile(0.025)),
-        "median": _finite(c * summary.quantile(0.5)),
-        "p975": _finite(c * summary.quantile(0.975)),
+        "p025": phys(summary.quantile(0.025)),
+        "median": phys(summary.quantile(0.5)),
+        "p975": phys(summary.quantile(0.975)),
         "se_basis": se_basis,
         "note": note,
     }
@@ -294,7 +331,8 @@ def _figures(
         series = []
         for d, _mom, stats in per_dim:
             c = scaling.factor(d) * unit
-            series.append(_histogram_series(d, stats.dot, law, c, spec.bins))
+            series.append(_histogram_series(d, stats.dot, law, c, stats.shift, stats.scale,
+                                            spec.bins))
         panels.append({"scaling": scaling.label, "formula": scaling.formula, "series": series})
     hist = Figure(
         "histograms", "variance.histograms",
@@ -332,33 +370,47 @@ def _figures(
 def _theory_variance(law: PairLaw, unit: float, scaling: Scaling, d: float) -> float | None:
     """Theory variance at a possibly non-integer d, for the smooth line in the figure."""
     if scaling.cosine:
-        return (1.0 / d) * scaling.factor(d) ** 2
+        factor = scaling.factor(d)
+        return (1.0 / d) * factor * factor
     if law.kind == "sphere":
         var = 1.0 / d
     else:
         var = d * theory.term_moments(law.kind, law.m, law.rho)[1]
-    value = var * (scaling.factor(d) * unit) ** 2
+    c = scaling.factor(d) * unit
+    value = var * c * c
     return value if math.isfinite(value) and value > 0 else None
 
 
-def _histogram_series(d: int, summary: Summary, law: PairLaw, c: float, bins: int
-                      ) -> dict[str, Any]:
-    """Histogram (as a density) and the theoretical density of c·(q·k) for one d."""
+def _histogram_series(d: int, summary: Summary, law: PairLaw, c: float, shift: float,
+                      scale: float, bins: int) -> dict[str, Any]:
+    """Histogram (as a density) and the theoretical density of c·(q·k) for one d.
+
+    The summary holds (q·k − shift)/scale; a value v maps back to c·(shift + scale·v). At
+    extreme parameters (a spread far below the float resolution of the mean, or values
+    beyond float64) the mapped bins collapse or overflow: the series is then left empty
+    and the figure says so instead of drawing nonsense.
+    """
     m = summary.moments
     edges, counts = summary.histogram.coarsen(bins, m.min, m.max)
-    widths = np.diff(edges)
     total = summary.histogram.total
-    density = counts / (total * widths) if total else counts * 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        phys = c * (shift + scale * edges)
+    widths = np.diff(phys)
+    empty = {"dim": d, "edges": [], "density": [], "x": [], "theory": [],
+             "theory_kind": "none", "range": [0.0, 0.0]}
+    if not total or not np.all(np.isfinite(phys)) or not np.all(widths > 0):
+        return empty
+    density = counts / (total * widths)
     x = np.linspace(edges[0], edges[-1], 400)
-    x = x[x != 0.0] if law.kind == "normal" and d == 1 else x  # log singularity at 0
-    f, kind = theory.dot_density(x, law.kind, d, law.m, law.rho)
-    lo, hi = sorted((edges[0] * c, edges[-1] * c))
+    std_x = shift + scale * x  # q·k in standardized units
+    std_x = std_x[std_x != 0.0] if law.kind == "normal" and d == 1 else std_x  # log pole at 0
+    f, kind = theory.dot_density(std_x, law.kind, d, law.m, law.rho)
     return {
         "dim": d,
-        "edges": (edges * c).tolist() if c > 0 else (edges[::-1] * c).tolist(),
-        "density": (density / abs(c)).tolist() if c > 0 else (density[::-1] / abs(c)).tolist(),
-        "x": (x * c).tolist(),
-        "theory": (f / abs(c)).tolist(),
+        "edges": phys.tolist(),
+        "density": density.tolist(),
+        "x": (c * std_x).tolist(),
+        "theory": (f / c).tolist(),
         "theory_kind": kind,
-        "range": [lo, hi],
+        "range": [float(phys[0]), float(phys[-1])],
     }
