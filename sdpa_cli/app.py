@@ -29,6 +29,7 @@ def run_study(
                          default_name=study)
     studies.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
+    report.ready(target)
     started = time.time()
     result = studies.module(study).run(resolved, workers=settings.workers)
     folder = report.write_run(result, settings, target=target,
@@ -115,6 +116,7 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     per_example = dataclasses.replace(
         settings, out=None, root=settings.out if settings.out is not None else settings.root)
     targets = [report.target_for(s.name or WORKED, per_example) for s in loaded]
+    report.ready(targets[0])
     done = []
     for s, target in zip(loaded, targets, strict=True):
         started = time.time()

@@ -118,6 +118,8 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     from sdpa_cli.report.progress import Progress
 
     planned = plan(validate(collect(targets)), settings)
+    for p in planned[:1]:
+        report.ready(p.target)  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv
     outcomes: list[Outcome] = []
     progress = Progress(len(planned), quiet=settings.quiet)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
 from sdpa_cli.report import manifest, writers
-from sdpa_cli.report.runfolder import RunFolder, check_replaceable
+from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.studies.result import Result
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -37,13 +37,24 @@ def target_for(name: str, settings: Settings) -> Path:
     return target
 
 
+def ready(target: Path) -> None:
+    """Probe that the run folder's parent is writable before the study runs (exit 1)."""
+    preflight(target)
+
+
 def _write(path: Path, text: str) -> Path:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise RunError(f"cannot write {path.name} in {path.parent.parent}: "
-                       f"{e.strerror or e}") from None
+        raise RunError(f"cannot write {path.name} for {_final(path)}: {e.strerror or e}; "
+                       "the previous run folder, if any, is unchanged") from None
     return path
+
+
+def _final(tmp_file: Path) -> Path:
+    """The run folder a file in a temporary run folder is meant for."""
+    folder = tmp_file.parent
+    return folder.parent / folder.name[1:].split(".tmp-")[0]
 
 
 def write_run(result: Result, settings: Settings, *, target: Path, argv: list[str],
@@ -65,8 +76,9 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
                 try:
                     files.extend(render(figure, tmp, svg=settings.svg))
                 except OSError as e:
-                    raise RunError(f"cannot write figure {figure.name}: {e.strerror or e}"
-                                   ) from None
+                    raise RunError(f"cannot write figure {figure.name}.png for {target}: "
+                                   f"{e.strerror or e}; the previous run folder, if any, is "
+                                   "unchanged") from None
         doc = manifest.build(
             spec=dict(result.spec), argv=argv, started=started, ended=time.time(),
             status="passed" if result.passed else "failed", workers=settings.workers,

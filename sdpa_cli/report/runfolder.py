@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
 import os
 import secrets
 import shutil
+import signal
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem, RunError
@@ -45,6 +47,22 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+@contextlib.contextmanager
+def _signals_held():
+    """Delay SIGINT/SIGTERM until the block ends, so the swap (two renames where the atomic
+    exchange is unavailable) is never cut in half."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):  # not the main thread, or no POSIX
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -78,12 +96,28 @@ def clean_stale(target: Path) -> None:
 
 def check_replaceable(target: Path, what: str) -> None:
     """Refuse to replace a folder that sdpa did not make (exit 2, nothing written)."""
+    for parent in target.parents:
+        if parent.exists() and not parent.is_dir():
+            raise InputError(Problem(f"{parent} is a file, not a folder", flag=what))
     if target.exists() and not target.is_dir():
         raise InputError(Problem(f"{target} exists and is not a folder", flag=what))
     if target.is_dir() and any(target.iterdir()) and not (target / MARKER).is_file():
         raise InputError(Problem(
             f"{target} exists and is not an sdpa run folder (no {MARKER}); choose another "
             "folder or empty it", flag=what))
+
+
+def preflight(target: Path) -> None:
+    """Fail fast (exit 1), before any computing, if the run folder cannot be written."""
+    probe = target.parent / f".{target.name}.probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"sdpa")
+    except OSError as e:
+        raise RunError(f"cannot write in {target.parent}: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):  # a read-only file system refuses even this
+            probe.unlink(missing_ok=True)
 
 
 class RunFolder:
@@ -104,11 +138,20 @@ class RunFolder:
             clean_stale(self.target)
             self.tmp.mkdir()
         except OSError as e:
-            raise RunError(f"cannot create the output folder {self.target}: "
+            raise RunError(f"cannot create the run folder {self.target}: "
                            f"{e.strerror or e}") from None
+        except BaseException:
+            # Ctrl-C or SIGTERM right after mkdir: __exit__ will not run for a failed
+            # __enter__, so remove the folder here.
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
         return self.tmp
 
     def commit(self) -> None:
+        with _signals_held():
+            self._swap()
+
+    def _swap(self) -> None:
         try:
             if self.target.exists():
                 if _exchange(self.tmp, self.target):
