@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -161,8 +162,18 @@ class BatchMedians:
         return mean_se(np.array(self.medians))
 
 
-def peak_on_grid(s: np.ndarray, values: np.ndarray) -> tuple[float, float, bool]:
-    """(s*, value at the grid maximum, at_edge) for values measured on a grid of s > 0.
+@dataclass(frozen=True)
+class Peak:
+    """Where values measured on a grid of s peak."""
+
+    s_star: float  # parabola vertex in log s (the grid point itself when at_edge)
+    grid_max: float  # the largest measured value
+    fitted_max: float  # the parabola's value at its vertex
+    at_edge: bool  # the maximum is the first or last grid point: no bracket, no peak found
+
+
+def peak_on_grid(s: np.ndarray, values: np.ndarray) -> Peak:
+    """The peak of values measured on a grid of s > 0.
 
     s* is the vertex of the parabola through the grid maximum and its two neighbours in
     log s. When the maximum is the first or last grid point there is no bracket: s* is that
@@ -173,13 +184,17 @@ def peak_on_grid(s: np.ndarray, values: np.ndarray) -> tuple[float, float, bool]
     y = np.asarray(values, dtype=float)[order]
     k = int(np.argmax(y))
     if k == 0 or k == len(y) - 1:
-        return float(np.exp(x[k])), float(y[k]), True
+        return Peak(float(np.exp(x[k])), float(y[k]), float(y[k]), True)
     x0, x1, x2 = x[k - 1 : k + 2]
     y0, y1, y2 = y[k - 1 : k + 2]
     num = (x1 - x0) ** 2 * (y1 - y2) - (x1 - x2) ** 2 * (y1 - y0)
     den = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0)
-    vertex = x1 - 0.5 * num / den if den != 0 else x1
-    return float(np.exp(min(max(vertex, x0), x2))), float(y1), False
+    vertex = float(min(max(x1 - 0.5 * num / den if den != 0 else x1, x0), x2))
+    # Lagrange form of the parabola through the three points, evaluated at the vertex.
+    fitted = (y0 * (vertex - x1) * (vertex - x2) / ((x0 - x1) * (x0 - x2))
+              + y1 * (vertex - x0) * (vertex - x2) / ((x1 - x0) * (x1 - x2))
+              + y2 * (vertex - x0) * (vertex - x1) / ((x2 - x0) * (x2 - x1)))
+    return Peak(float(np.exp(vertex)), float(y1), float(fitted), False)
 
 
 # --- samplers ------------------------------------------------------------------------------

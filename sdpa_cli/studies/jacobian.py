@@ -246,11 +246,11 @@ def _gaussian_run(spec: JacobianSpec, workers: int):
 def _peak(n: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
     s = np.array([r["score_std"] for r in rows])
     f = np.array([r["mean_frobenius"] for r in rows])
-    s_star, peak, edge = sat.peak_on_grid(s, f)
+    peak = sat.peak_on_grid(s, f)
     sc = sat.freezing_std(n)
-    return {"keys": n, "s_star": s_star, "sqrt_2_ln_n": sc, "ratio": s_star / sc,
-            "peak_mean_frobenius": peak, "frobenius_uniform": sat.uniform_frobenius(n),
-            "at_edge": edge}
+    return {"keys": n, "s_star": peak.s_star, "sqrt_2_ln_n": sc, "ratio": peak.s_star / sc,
+            "peak_mean_frobenius": peak.grid_max, "fitted_peak": peak.fitted_max,
+            "frobenius_uniform": sat.uniform_frobenius(n), "at_edge": peak.at_edge}
 
 
 def _peak_notes(peaks: list[dict[str, Any]]) -> list[str]:
@@ -278,7 +278,7 @@ def _vs_std_figure(spec: JacobianSpec, rows: list[dict[str, Any]],
             "median_frobenius": [r["median_frobenius"] for r in pts],
             "uniform": sat.uniform_frobenius(n),
             "freezing": sat.freezing_std(n),
-            "s_star": peak["s_star"], "peak": peak["peak_mean_frobenius"],
+            "s_star": peak["s_star"], "peak": peak["fitted_peak"],
             "at_edge": peak["at_edge"],
         })
     return Figure("frobenius_vs_std", "saturation.frobenius_vs_std",

@@ -141,6 +141,8 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "probs": r["probs"],
         "entropy": r["entropy"],
         "max_prob": r["max_prob"],
+        # 1 − max weight as the sum of the others: exact even when max weight rounds to 1
+        "others": float(np.sort(r["probs"])[:-1].sum()),
     } for r in rows]
     return Figure(
         "weights_by_scale", "saturation.weights_by_scale",
