@@ -318,6 +318,26 @@ def gaussian_check(n: int, s_values: Sequence[float], cell: Cell, k: float) -> C
     )
 
 
+def limit_max_prob(spec: SaturationFields, law: PairLaw, scaling: Scaling, n: int
+                   ) -> float | None:
+    """The d → ∞ limit of the mean largest weight under ÷d or cosine scaling (no mask).
+
+    Both rules divide by something of order d, so by the law of large numbers every score
+    converges: a query's own key to (μ² + ρσ²) (÷d) or (m² + ρ)/((1 + m²)τ) (cosine), the
+    other keys to μ² or m²/((1 + m²)τ). Softmax sees only the gap g, so each row tends to
+    weight e^g/(e^g + n − 1) on its own key and 1/(e^g + n − 1) on the others.
+    """
+    if spec.mask != "none" or not (scaling.cosine or (scaling.power == 1.0)):
+        return None
+    if law.kind == "sphere":
+        gap = 0.0
+    elif scaling.cosine:
+        gap = law.rho / ((1.0 + law.m * law.m) * scaling.temperature)
+    else:
+        gap = spec.correlation * spec.std**2 / scaling.temperature
+    return math.exp(max(gap, 0.0)) / (math.exp(gap) + n - 1)
+
+
 def iid_small_s(spec: SaturationFields, scaling: Scaling) -> bool:
     """Do the rows hold (nearly) iid centred scores, so that ln n − (n−1)s²/(2n) applies?"""
     centred = spec.distribution == "sphere" or (spec.mean == 0 and spec.correlation == 0)
@@ -425,6 +445,11 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
             lines.append("A query and its own key (corr ρ per component) have mean score "
                          "factor·d·(μ² + ρσ²): it grows like d while the off-diagonal spread "
                          "grows like √d, so ÷d (not ÷√d) keeps the pattern fixed as d grows.")
+        if any(s.cosine or s.power == 1.0 for s in spec.scalings) and spec.mask == "none":
+            lines.append("Under ÷d and cosine scaling every score converges as d → ∞, the own "
+                         "key's to a gap g above the others (g = ρσ² for ÷d, ρ/((1+m²)τ) for "
+                         "cosine): the mean largest weight tends to e^max(g,0)/(e^g + n − 1) "
+                         "(limit_max_prob; 1/n when g = 0).")
         lines.append("Rows of one sequence share queries and keys, so each trial contributes "
                      "its average over the n query rows and se = sd(trial averages)/√trials; "
                      "the score law is checked at two fixed positions per trial (exact se of "

@@ -51,10 +51,10 @@ FIELDS = {
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
                  "entropy", "effective_keys"),
     "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
-                "implied_self_score_mean", *_MC, "threshold", "ln_n", "freezing_std",
-                "s_over_freezing", "entropy_small_s", "score_var", "theory_score_var",
-                "score_var_se", "score_var_z", "self_score_mean", "theory_self_score_mean",
-                "self_score_mean_z"),
+                "implied_self_score_mean", *_MC, "threshold", "limit_max_prob", "ln_n",
+                "freezing_std", "s_over_freezing", "entropy_small_s", "score_var",
+                "theory_score_var", "score_var_se", "score_var_z", "self_score_mean",
+                "theory_self_score_mean", "self_score_mean_z"),
     "gaussian": ("keys", "score_std", "trials", *_MC, "threshold", "ln_n", "freezing_std",
                  "s_over_freezing", "entropy_small_s"),
 }
@@ -202,6 +202,7 @@ def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: common.Cell,
     row.update(common.stat_fields(measured, stats or STATS))
     if stats is None:
         row["threshold"] = spec.threshold
+        row["limit_max_prob"] = common.limit_max_prob(spec, law, scaling, n)
     row.update(common.freezing_fields(n, row["implied_score_std"],
                                       common.iid_small_s(spec, scaling)))
     row.update(scores)
@@ -236,6 +237,9 @@ def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure
                 "mean_entropy": [r["mean_entropy"] for r in pts],
                 "mean_entropy_se": [r["mean_entropy_se"] for r in pts],
                 "implied_score_std": [r["implied_score_std"] for r in pts],
+                "limit_max_prob": pts[0]["limit_max_prob"] if pts else None,
+                "implied_self_score_mean": [r["implied_self_score_mean"] for r in pts]
+                if spec.correlation != 0 else None,
             })
     return Figure(
         "saturation_vs_dim", "saturation.vs_dim",

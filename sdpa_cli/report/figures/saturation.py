@@ -105,8 +105,13 @@ def draw_vs_dim(figure: Figure):
                         **kw)
         ax_ent.errorbar(dims, _arr(c["mean_entropy"]), yerr=k * _arr(c["mean_entropy_se"]),
                         **kw)
+        if c.get("limit_max_prob") is not None:
+            ax_max.axhline(c["limit_max_prob"], color=color, ls=(0, (4, 3)), lw=1, alpha=0.8)
         ax_s.plot(dims, _arr(c["implied_score_std"]), color=color,
                   marker=MARKERS[j % len(MARKERS)], ls=LINES[j % len(LINES)], label=label)
+        self_mean = _arr(c.get("implied_self_score_mean") or [])
+        if self_mean.size and np.isfinite(self_mean).any():
+            ax_s.plot(dims, np.abs(self_mean), color=color, ls=(0, (4, 3)), lw=1, marker="x")
     for j, n in enumerate(keys):
         ls = LINES[j % len(LINES)]
         ax_ent.axhline(data["ln_n"][n], color="0.4", lw=1, ls=ls)
@@ -120,11 +125,22 @@ def draw_vs_dim(figure: Figure):
         ax_max.axhline(1.0 / n, color="0.6", lw=0.8, ls=":")
     ax_max.set_ylim(0, 1.05)
     ax_ent.set_ylim(bottom=0)
-    ax_max.set_title("mean largest weight (1 = one-hot, dotted: 1/n)")
+    ax_max.set_title("mean largest weight of a row")
+    ax_max.plot([], [], color="0.6", ls=":", lw=0.8, label="1/n: uniform")
+    if any(c.get("limit_max_prob") is not None for c in curves):
+        ax_max.plot([], [], color="0.3", ls=(0, (4, 3)), lw=1, label="d → ∞ limit (÷d, cosine)")
     ax_ent.set_title("mean entropy of a row (nats)")
     ax_s.set_title("score spread each rule implies (theory)")
+    if any(_arr(c.get("implied_self_score_mean") or []).size for c in curves):
+        # colours are named in the first panel; here only what the two line styles mean
+        solid = ax_s.plot([], [], color="0.3", marker="o", label="std of an off-diagonal score")
+        dashed = ax_s.plot([], [], color="0.3", ls=(0, (4, 3)), marker="x", lw=1,
+                           label="|mean score of a query with its own key|")
+        ax_s.legend(handles=[*solid, *dashed], fontsize=8, loc="upper left")
+        ax_s.set_ylabel("score")
     ax_s.set_yscale("log")
-    ax_s.set_ylabel("std of an off-diagonal score")
+    if not ax_s.get_ylabel():
+        ax_s.set_ylabel("std of an off-diagonal score")
     all_dims = [d for c in curves for d in c["dims"]]
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
