@@ -184,7 +184,7 @@ def peak_on_grid(s: np.ndarray, values: np.ndarray) -> Peak:
     y = np.asarray(values, dtype=float)[order]
     k = int(np.argmax(y))
     if k == 0 or k == len(y) - 1:
-        return Peak(float(np.exp(x[k])), float(y[k]), float(y[k]), True)
+        return Peak(float(np.asarray(s, dtype=float)[order][k]), float(y[k]), float(y[k]), True)
     x0, x1, x2 = x[k - 1 : k + 2]
     y0, y1, y2 = y[k - 1 : k + 2]
     num = (x1 - x0) ** 2 * (y1 - y2) - (x1 - x2) ** 2 * (y1 - y0)

@@ -108,7 +108,7 @@ def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
         figures = [_vs_std_figure(spec, rows, peaks)]
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, rows, peaks))
-        notes.extend(_peak_notes(peaks))
+        notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
     audit = run_audit(spec.documented, common.lookup(rows), spec.se_tolerance, spec.document)
     check = audit_check(audit)
     if check:
@@ -253,13 +253,17 @@ def _peak(n: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "frobenius_uniform": sat.uniform_frobenius(n), "at_edge": peak.at_edge}
 
 
-def _peak_notes(peaks: list[dict[str, Any]]) -> list[str]:
+def _peak_notes(peaks: list[dict[str, Any]], smallest: float) -> list[str]:
     notes = []
-    edge = [p["keys"] for p in peaks if p["at_edge"]]
-    if edge:
-        notes.append("the mean ‖J‖_F is largest at the edge of the s grid for n = "
-                     f"{', '.join(map(str, edge))}: s* there is that grid point, not a peak; "
-                     "widen score_stds to bracket it.")
+    low = [p["keys"] for p in peaks if p["at_edge"] and p["s_star"] == smallest]
+    high = [p["keys"] for p in peaks if p["at_edge"] and p["keys"] not in low]
+    if low:
+        notes.append("for n = " + ", ".join(map(str, low)) + " the mean ‖J‖_F is largest at "
+                     "the smallest s: these rows have the most gradient at uniform weights "
+                     "(√(n−1)/n) and no peak in between; s* is that grid point.")
+    if high:
+        notes.append("for n = " + ", ".join(map(str, high)) + " the mean ‖J‖_F still rises "
+                     "at the largest s: s* is that grid point; widen score_stds to bracket it.")
     notes.append("s* is the vertex of a parabola through the grid maximum and its neighbours "
                  "in log s; its accuracy is limited by the grid spacing and the Monte Carlo se.")
     return notes

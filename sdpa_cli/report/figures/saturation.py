@@ -321,41 +321,59 @@ def draw_jacobian_vs_dim(figure: Figure):
     return fig
 
 
+def _curve_colors(count: int) -> list:
+    """The palette for a few curves; a sequential map (ordered by n) when there are many,
+    so that no two curves share a colour."""
+    if count <= 6:
+        return [style.color(i) for i in range(count)]
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"]
+    return [cmap(0.92 * i / (count - 1)) for i in range(count)]
+
+
 def draw_frobenius_vs_std(figure: Figure):
     data = figure.data
     k = data["se_k"]
-    fig, axes = style.new(8.6, 5.4)
+    curves = data["curves"]
+    few = len(curves) <= 5  # medians only when they do not crowd the picture
+    fig, axes = style.new(9.4, 5.8)
     ax = axes[0][0]
-    for i, c in enumerate(data["curves"]):
-        color = style.color(i)
+    colors = _curve_colors(len(curves))
+    for color, c in zip(colors, curves, strict=True):
         s = np.asarray(c["score_std"], dtype=float)
         mean = _arr(c["mean_frobenius"])
         se = _arr(c["mean_frobenius_se"])
-        ax.plot(s, mean, color=color, marker="o", ms=4, label=f"n = {c['keys']}: mean")
+        ax.plot(s, mean, color=color, marker="o", ms=3.5, label=f"n = {c['keys']}")
         ax.fill_between(s, mean - k * se, mean + k * se, color=color, alpha=0.25, lw=0)
-        ax.plot(s, _arr(c["median_frobenius"]), color=color, ls=":", lw=1.0, alpha=0.8)
+        if few:
+            ax.plot(s, _arr(c["median_frobenius"]), color=color, ls=":", lw=1.0, alpha=0.8)
         # the s → 0 limit, as a short stub at the left edge where the curves start from it
         ax.axhline(c["uniform"], xmin=0.0, xmax=0.06, color=color, lw=2.5)
-        ax.axvline(c["freezing"], color=color, ls="--", lw=1)
+        # the freezing point, as a tick on the top edge (vertical lines would crowd)
+        ax.plot([c["freezing"]], [1.0], marker="v", ms=9, color=color, mec="k", ls="none",
+                transform=ax.get_xaxis_transform(), clip_on=False)
         marker = "X" if c["at_edge"] else "*"
         ax.plot([c["s_star"]], [c["peak"]], marker=marker, ms=13, color=color, mec="k",
                 ls="none")
-    ax.plot([], [], color="0.3", ls=":", label="median (dotted)")
-    ax.plot([], [], color="0.3", ls="--", label="s = √(2 ln n) (dashed)")
+    if few:
+        ax.plot([], [], color="0.3", ls=":", label="median (dotted)")
+    ax.plot([], [], color="0.5", marker="v", ms=8, mec="k", ls="none",
+            label="▼ on top: s = √(2 ln n)")
     ax.plot([], [], color="0.3", lw=2.5, label="√(n−1)/n: limit as s → 0 (left stub)")
     ax.plot([], [], color="0.5", marker="*", ms=12, mec="k", ls="none",
             label="s*: parabola vertex in log s")
-    if any(c["at_edge"] for c in data["curves"]):
+    if any(c["at_edge"] for c in curves):
         ax.plot([], [], color="0.5", marker="X", ms=10, mec="k", ls="none",
                 label="largest at the grid edge: no peak inside")
     ax.set_xscale("log", base=2)
-    _value_ticks(ax, [x for c in data["curves"] for x in c["score_std"]])
+    _value_ticks(ax, [x for c in curves for x in c["score_std"]])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("score std s")
     ax.set_ylabel("‖J‖_F of one row")
-    ax.legend(fontsize=8, ncol=2)
-    ax.set_title(f"{figure.title}\n{data['trials']} rows per point, band ± {k:g} se",
-                 fontsize=10)
+    ax.legend(fontsize=8, ncol=2 if len(curves) > 4 else 1, loc="upper right")
+    ax.set_title(f"{figure.title}\n{data['trials']} rows per point, band ± {k:g} se"
+                 + ("" if few else "; medians in the table"), fontsize=10, pad=14)
     return fig
 
 
