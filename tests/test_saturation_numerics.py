@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -136,7 +137,7 @@ def test_batch_medians_do_not_depend_on_how_trials_arrive():
     rng = np.random.default_rng(5)
     values = rng.standard_normal((103, 4))
     edges = sat.batch_edges(103, 20)
-    direct = [np.median(values[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    direct = [np.median(values[a:b]) for a, b in itertools.pairwise(edges)]
     acc = sat.BatchMedians(103, 20)
     start = 0
     for size in (1, 7, 30, 2, 63):  # uneven blocks that straddle batch boundaries

@@ -205,9 +205,7 @@ def style_cmap(name: str):
     """A copy of a colormap that shows masked (NaN) cells in light grey."""
     import matplotlib
 
-    cmap = matplotlib.colormaps[name].copy()
-    cmap.set_bad("0.85")
-    return cmap
+    return matplotlib.colormaps[name].with_extremes(bad="0.85")
 
 
 def draw_vs_std(figure: Figure):
