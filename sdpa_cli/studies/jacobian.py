@@ -192,7 +192,8 @@ def _vector_run(spec: JacobianSpec, workers: int):
                 cell_rows.append(row)
             rows.extend(cell_rows)
             checks.extend(cell_checks(spec, d, n, cell_rows, spec.se_tolerance))
-    return rows, checks, [_vs_dim_figure(spec, rows)]
+    figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
+    return rows, checks, figures
 
 
 def _median(measured: common.Measured) -> dict[str, Any]:

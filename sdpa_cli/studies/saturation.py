@@ -438,9 +438,9 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
         lines.append("‖J‖_F → √(n−1)/n as s → 0 (uniform weights) and → 0 as s → ∞ (one-hot): "
                      "the gradient through softmax vanishes on both sides and peaks between.")
     if source == "vectors":
-        lines.append("Each rule's implied score spread at d is factor·σ²·√Var(q·k) for an "
-                     "independent query-key pair (Var(q·k) = d·[(σ²+μ²)² − μ⁴]/σ⁴ in units "
-                     "of σ²; cosine: 1/(τ√d) for isotropic laws).")
+        lines.append("Each rule's implied score spread at d is factor·√Var(q·k) for an "
+                     "independent query-key pair, Var(q·k) = d·[(σ²+μ²)² − μ⁴] (exact moments "
+                     "for every law; cosine: √Var(cos)/τ = 1/(τ√d) for isotropic laws).")
         if spec.correlation != 0:
             lines.append("A query and its own key (corr ρ per component) have mean score "
                          "factor·d·(μ² + ρσ²): it grows like d while the off-diagonal spread "

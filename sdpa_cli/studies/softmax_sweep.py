@@ -80,7 +80,7 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, workers)
-        columns = VECTOR_COLUMNS
+        columns = _vector_columns(spec, rows)
         title = "Softmax saturation versus d_k, by scaling rule"
     else:
         rows, checks, figures = _gaussian_run(spec, workers)
@@ -176,7 +176,8 @@ def _vector_run(spec: SoftmaxSweepSpec, workers: int):
             checks.extend(cell_checks(spec, d, n, cell_rows, k))
             if want_picture:
                 picture = _picture(spec, law, unit, d, n, cell)
-    figures = [_vs_dim_figure(spec, rows)]
+    # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
+    figures = [_vs_dim_figure(spec, rows)] if len(dims) > 1 else []
     if picture is not None:
         figures.append(picture)
     notes = []
@@ -185,6 +186,16 @@ def _vector_run(spec: SoftmaxSweepSpec, workers: int):
                      "and the first query always puts weight 1 on its only key; the "
                      "ln n − s²/2 line does not apply.")
     return rows, checks, figures, notes
+
+
+def _vector_columns(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> tuple:
+    """The handful of columns for the terminal; the aligned-keys story adds two."""
+    extra = []
+    if spec.correlation != 0:
+        extra.append(Column("implied_self_score_mean", "self score"))
+    if any(r["limit_max_prob"] is not None for r in rows):
+        extra.append(Column("limit_max_prob", "d→∞ max weight"))
+    return (*VECTOR_COLUMNS[:5], *extra, *VECTOR_COLUMNS[5:])
 
 
 def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: common.Cell,

@@ -269,7 +269,8 @@ def draw_jacobian_vs_scale(figure: Figure):
     ax.set_xlabel("multiplier of the scores")
     ax.set_ylabel("size of J")
     note = f" (exactly 0 at {', '.join(dict.fromkeys(zeros))}: not drawn)" if zeros else ""
-    ax.set_title(f"Size of J = diag(p) − ppᵀ{note}", fontsize=10)
+    ax.set_title(f"Size of J = diag(p) − ppᵀ{note}\nmax|J_ij| ≤ λ_max ≤ ‖J‖_F always; the "
+                 "last two meet once one weight dominates", fontsize=10)
     ax.legend(fontsize=9)
     if show:
         top = max(float(np.max(np.abs(m))) for m in matrices) or 1.0
