@@ -351,8 +351,9 @@ def freezing_fields(n: int, s: float | None, small_s_applies: bool) -> dict[str,
         "ln_n": math.log(n),
         "freezing_std": sc,
         "s_over_freezing": finite(s / sc) if s is not None else None,
+        # a second-order expansion: reported only where s is small next to s_c
         "entropy_small_s": finite(sat.entropy_small_s(n, s))
-        if (s is not None and small_s_applies) else None,
+        if (s is not None and small_s_applies and s <= sc / 2) else None,
     }
 
 
@@ -432,8 +433,9 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
                          "those two keys, so max|J| ≈ ε, ‖J‖_F ≈ 2ε and λ_max ≈ 2ε.")
         return tuple(lines)
     lines.append("n iid N(0, s²) scores: E[entropy] = ln n − (n−1)s²/(2n) + O(s⁴) for small s "
-                 "(≈ ln n − s²/2); weights freeze towards one-hot once s passes "
-                 "s_c = √(2 ln n), where the largest score pulls away from the rest.")
+                 "(≈ ln n − s²/2; entropy_small_s, given for s ≤ s_c/2); weights freeze "
+                 "towards one-hot once s passes s_c = √(2 ln n), where the largest score "
+                 "pulls away from the rest.")
     if jacobian:
         lines.append("‖J‖_F → √(n−1)/n as s → 0 (uniform weights) and → 0 as s → ∞ (one-hot): "
                      "the gradient through softmax vanishes on both sides and peaks between.")
