@@ -97,6 +97,17 @@ def test_equal_scores_give_uniform_rows(n):
     assert got["frobenius"] == pytest.approx(sat.uniform_frobenius(n), abs=1e-15)
 
 
+@pytest.mark.parametrize("a,b,scale", [(0.3, -1.2, 1.0), (5.0, 5.0, 3.0), (40.0, -3.0, 0.5)])
+def test_two_keys_follow_the_logistic_function(a, b, scale):
+    got = sat.row_stats(np.array([[a, b]]), scale)
+    p = 1 / (1 + math.exp(-scale * abs(a - b)))
+    q = math.exp(-scale * abs(a - b)) * p  # 1 − p without cancellation
+    assert got["max_prob"][0] == pytest.approx(p, rel=1e-14)
+    assert got["entropy"][0] == pytest.approx(-p * math.log(p) - q * math.log(q), rel=1e-12)
+    assert got["frobenius"][0] == pytest.approx(2 * p * q, rel=1e-12)  # J = pq[[1,−1],[−1,1]]
+    assert got["max_abs"][0] == pytest.approx(p * q, rel=1e-12)
+
+
 def test_huge_scales_and_masks_give_exact_zeros_and_ones():
     z = np.array([[1.0, 0.5, 0.0, -0.5], [-np.inf, 3.0, -np.inf, -np.inf]])
     got = sat.row_stats(z, 1e6, threshold=0.99)
