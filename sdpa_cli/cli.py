@@ -112,6 +112,99 @@ def variance(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("variance", spec_path, params, VARIANCE_FLAGS, common)
 
 
+SATURATION_FLAGS = {
+    "scores": "--scores", "scales": "--scales", "dim": "--dim", "dims": "--dims",
+    "d_model": "--d-model", "heads": "--heads", "score_stds": "--score-stds", "keys": "--keys",
+    "trials": "--trials", "scalings": "--scalings", "distribution": "--distribution",
+    "mean": "--mean", "std": "--std", "correlation": "--correlation", "mask": "--mask",
+    "se_tolerance": "--se-tolerance",
+}
+SOFTMAX_SWEEP_FLAGS = {**SATURATION_FLAGS, "threshold": "--threshold"}
+JACOBIAN_FLAGS = {**SATURATION_FLAGS, "mark_dims": "--mark-dims"}
+
+
+def saturation_options(f):
+    """The score sources shared by softmax-sweep and jacobian (exactly one per run)."""
+    decorators = [
+        list_option("--scores", metavar="Z [Z ...]",
+                    help="Source 1: explicit scores (negative numbers are values)."),
+        list_option("--scales", metavar="C [C ...]",
+                    help="Source 1: multipliers of the scores (default 1)."),
+        value_option("--dim", metavar="D",
+                     help="Source 1: d_k of the scores; multipliers come from --scalings."),
+        list_option("--dims", metavar="D [D ...]",
+                    help="Source 2: d_k of random queries and keys."),
+        value_option("--d-model", metavar="N", help="Source 2: model width; with --heads."),
+        value_option("--heads", metavar="H", help="Source 2: heads; d_k = d_model / heads."),
+        list_option("--score-stds", metavar="S [S ...]",
+                    help="Source 3: std s of iid N(0, s²) scores."),
+        list_option("--keys", metavar="N [N ...]",
+                    help="Sources 2, 3: keys per row (default 10; 16 128 1024 for source 3)."),
+        value_option("--trials", metavar="N",
+                     help="Sources 2, 3: sequences / score rows per cell (default 2000)."),
+        list_option("--scalings", metavar="RULE [RULE ...]",
+                    help="none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] "
+                         "(default none sqrt)."),
+        value_option("--distribution", metavar="LAW",
+                     help="Source 2: normal | uniform | rademacher | sphere."),
+        value_option("--mean", help="Source 2: mean of each component (default 0)."),
+        value_option("--std", help="Source 2: std of each component (default 1)."),
+        value_option("--correlation", metavar="R",
+                     help="Source 2: corr(q_i, k_i) of a query and its own key (default 0)."),
+        value_option("--mask", metavar="M", help="Source 2: none (default) | causal."),
+        value_option("--se-tolerance", metavar="K",
+                     help="Score-law checks pass when |z| ≤ K (default 4)."),
+    ]
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+@cli.command("softmax-sweep", cls=StudyCommand)
+@SPEC_ARG
+@saturation_options
+@value_option("--threshold", metavar="T",
+              help="A row is saturated when its largest weight exceeds T (default 0.99).")
+@common_options
+def softmax_sweep(spec_path: Path | None, **kwargs: Any) -> int:
+    """Softmax weights as scores grow: largest weight, entropy, saturation.
+
+    Scores come from exactly one source: explicit scores times multipliers (--scores),
+    random queries and keys under each scaling rule (--dims or --d-model/--heads), or
+    random N(0, s²) scores (--score-stds).
+
+    \b
+    Examples:
+      sdpa softmax-sweep --scores 1 0.5 0 -0.5 --scales 1 5 10 20 50
+      sdpa softmax-sweep --dims 16 64 256 1024 --keys 10 --scalings none sqrt
+      sdpa softmax-sweep --score-stds 0.5 1 2 4 8 --keys 16 1024 --format json
+    """
+    params, common = _split(kwargs)
+    return _run("softmax-sweep", spec_path, params, SOFTMAX_SWEEP_FLAGS, common)
+
+
+@cli.command("jacobian", cls=StudyCommand)
+@SPEC_ARG
+@saturation_options
+@list_option("--mark-dims", metavar="D [D ...]",
+             help="Phase diagram: mark unscaled attention at s = √d (default 64 512).")
+@common_options
+def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
+    """The softmax Jacobian J = diag(p) − ppᵀ as scores grow: vanishing gradients.
+
+    Same score sources as softmax-sweep. With --score-stds it also finds, per n, the spread
+    s* where the mean ‖J‖_F peaks, beside √(2 ln n), and draws the phase diagram.
+
+    \b
+    Examples:
+      sdpa jacobian --scores 1 0.5 0 -0.5 --scales 1 5 10 20
+      sdpa jacobian --score-stds 0.25 0.5 1 2 4 8 16 --keys 16 128 1024 --trials 20000
+      sdpa jacobian --dims 16 64 256 1024 --keys 10 --scalings none sqrt linear
+    """
+    params, common = _split(kwargs)
+    return _run("jacobian", spec_path, params, JACOBIAN_FLAGS, common)
+
+
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
 

@@ -42,8 +42,9 @@ def test_nearly_one_hot_jacobian_keeps_relative_accuracy(gap):
     p2 = math.exp(-gap) / (1 + math.exp(-gap))
     p1 = 1 / (1 + math.exp(-gap))
     norms = jacobian_norms(softmax(np.array([gap, 0.0])))
-    assert norms["frobenius"] == pytest.approx(2 * p1 * p2, rel=1e-13)
-    assert norms["max_abs"] == pytest.approx(p1 * p2, rel=1e-13)
+    # abs=0: pytest.approx's default absolute tolerance (1e-12) would accept 0 here.
+    assert norms["frobenius"] == pytest.approx(2 * p1 * p2, rel=1e-13, abs=0)
+    assert norms["max_abs"] == pytest.approx(p1 * p2, rel=1e-13, abs=0)
 
 
 def test_one_minus_p_of_the_largest_weight_is_the_rest():

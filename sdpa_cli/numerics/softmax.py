@@ -80,6 +80,9 @@ def jacobian_norms(p: np.ndarray) -> dict[str, np.ndarray]:
     A = Σ_{j≠m} p_j² and B = Σ_{j≠m} p_j⁴, the cross sum is 2p_m²A + (A² − B): no term of
     size 1 cancels, so the norm keeps its relative accuracy when p is nearly one-hot.
     The largest |entry| is max(max_i p_i(1−p_i), p₍₁₎p₍₂₎); the trace is Σ p_i(1−p_i).
+    Every entry of J is at most of the size c of the second-largest weight, so the sums are
+    taken in units of c: squares of weights below 1e-154 would otherwise underflow and the
+    norm of a nearly one-hot row would come out as 0 instead of ≈ 2c.
     """
     p = np.asarray(p, dtype=float)
     with np.errstate(under="ignore"):
@@ -87,12 +90,15 @@ def jacobian_norms(p: np.ndarray) -> dict[str, np.ndarray]:
         idx = np.expand_dims(p.argmax(axis=-1), -1)
         pm = np.take_along_axis(p, idx, axis=-1)[..., 0]
         rest = np.where(np.arange(p.shape[-1]) == idx, 0.0, p)
-        sq = rest * rest
+        second = rest.max(axis=-1) if p.shape[-1] > 1 else np.zeros_like(pm)
+        unit = np.where(second > 0, second, 1.0)  # one-hot rows: every entry is 0 anyway
+        r = rest / unit[..., None]
+        d = diag / unit[..., None]  # ≤ n: p_m(1 − p_m) = p_m·Σ_{j≠m} p_j ≤ (n−1)c
+        sq = r * r
         a = sq.sum(axis=-1)
         b = (sq * sq).sum(axis=-1)
-        cross = 2.0 * pm * pm * a + np.maximum(a * a - b, 0.0)
-        frob = np.sqrt((diag * diag).sum(axis=-1) + cross)
-        second = rest.max(axis=-1) if p.shape[-1] > 1 else np.zeros_like(pm)
+        cross = 2.0 * pm * pm * a + unit * unit * np.maximum(a * a - b, 0.0)
+        frob = unit * np.sqrt((d * d).sum(axis=-1) + cross)
         max_abs = np.maximum(diag.max(axis=-1), pm * second)
     return {"frobenius": frob, "max_abs": max_abs, "trace": diag.sum(axis=-1)}
 

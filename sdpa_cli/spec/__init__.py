@@ -21,6 +21,8 @@ from sdpa_cli.spec.yamlio import Document, field_name, parse, read_text
 # study name → "module:Model"; imported on demand so `sdpa --help` stays light.
 STUDIES: dict[str, str] = {
     "variance": "sdpa_cli.spec.variance:VarianceSpec",
+    "softmax-sweep": "sdpa_cli.spec.saturation:SoftmaxSweepSpec",
+    "jacobian": "sdpa_cli.spec.saturation:JacobianSpec",
     "worked-example": "sdpa_cli.spec.worked:WorkedExampleSpec",
 }
 

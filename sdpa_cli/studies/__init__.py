@@ -10,6 +10,8 @@ from sdpa_cli.spec.common import SpecBase
 
 MODULES = {
     "variance": "sdpa_cli.studies.variance",
+    "softmax-sweep": "sdpa_cli.studies.softmax_sweep",
+    "jacobian": "sdpa_cli.studies.jacobian",
     "worked-example": "sdpa_cli.studies.worked_example",
 }
 

@@ -10,6 +10,7 @@ from sdpa_cli.studies.result import Figure
 # figure kind prefix → renderer module (each has draw_<rest>(fig_data, axes-factory))
 _MODULES = {
     "variance": "sdpa_cli.report.figures.variance",
+    "saturation": "sdpa_cli.report.figures.saturation",
     "worked": "sdpa_cli.report.figures.worked",
 }
 

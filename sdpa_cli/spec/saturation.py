@@ -1,0 +1,222 @@
+"""The saturation specs: where softmax scores come from, for softmax-sweep and jacobian."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.spec.common import (
+    MAX_DRAWS,
+    Float,
+    Int,
+    PosInt,
+    ScalingField,
+    scalings,
+)
+from sdpa_cli.spec.variance import VectorLawFields
+
+PosFloat = Annotated[float, Field(gt=0)]
+Keys = Annotated[int, Field(ge=2, le=1 << 20)]
+
+MAX_SCORES = 4096  # explicit score vectors: a page of YAML, and n up to 4096 everywhere
+MAX_SEQUENCE = 4096  # source 2 holds one n × n score matrix per trial in memory
+BATCHES = 20  # fixed batches of trials for the standard error of a median (batch means)
+MEDIAN_BATCH_VALUES = 1 << 24  # per-row values held for one batch median (128 MB)
+
+# Source names, what selects them, and the flags behind those keys (for error messages).
+SOURCES = {
+    "explicit": ("scores",),
+    "vectors": ("dims", "d_model"),
+    "gaussian": ("score_stds",),
+}
+_FLAG = {"scores": "--scores", "dims": "--dims", "d_model": "--d-model",
+         "heads": "--heads", "score_stds": "--score-stds"}
+
+# Which source each optional key belongs to; a key set away from its source is an error.
+_ONLY = {
+    "scales": ("explicit",),
+    "dim": ("explicit",),
+    "keys": ("vectors", "gaussian"),
+    "trials": ("vectors", "gaussian"),
+    "threshold": ("vectors", "gaussian"),
+    "distribution": ("vectors",),
+    "mean": ("vectors",),
+    "std": ("vectors",),
+    "correlation": ("vectors",),
+    "mask": ("vectors",),
+    "se_tolerance": ("vectors", "gaussian"),
+    "mark_dims": ("gaussian",),
+}
+_SOURCE_TEXT = {
+    "explicit": "explicit scores (scores)",
+    "vectors": "random queries and keys (dims, or d_model with heads)",
+    "gaussian": "random Gaussian scores (score_stds)",
+}
+DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024)}
+
+
+class SaturationFields(VectorLawFields):
+    """Where the scores fed to softmax come from, and how many are drawn.
+
+    Exactly one source: `scores` (explicit scores times multipliers), `dims` or
+    `d_model` + `heads` (random queries and keys under each scaling rule), or `score_stds`
+    (random N(0, s²) scores).
+    """
+
+    # source 1: explicit scores
+    scores: list[Float] | None = Field(None, min_length=1, max_length=MAX_SCORES)
+    scales: list[PosFloat] | None = Field(None, min_length=1)  # multipliers (default [1])
+    dim: PosInt | None = None  # with scalings: multipliers are the rules' factors at this d_k
+    # source 2: random queries and keys (distribution, mean, std, correlation, d_model and
+    # heads come from VectorLawFields)
+    dims: list[PosInt] | None = Field(None, min_length=1)  # d_k values
+    scalings: list[ScalingField] = scalings("none", "sqrt")  # applied to the same draws
+    mask: Literal["none", "causal"] = "none"  # causal: query i sees keys 0…i
+    # source 3: random Gaussian scores
+    score_stds: list[PosFloat] | None = Field(None, min_length=1)  # s of the N(0, s²) scores
+    # sources 2 and 3
+    keys: list[Keys] | None = Field(None, min_length=1)  # n (default 10, or 16 128 1024)
+    trials: Int = Field(2000, ge=2, le=10**7)  # score rows (source 3) / sequences (source 2)
+    se_tolerance: Float = Field(4.0, gt=0)  # a score-variance check passes when |z| ≤ this
+
+    @property
+    def score_source(self) -> str:
+        """'explicit', 'vectors' or 'gaussian' (validated to be exactly one)."""
+        return next(iter(self._given_sources()))
+
+    @property
+    def dim_list(self) -> list[int]:
+        """Source 2's d_k values: dims, or d_model/heads."""
+        if self.d_model is not None and self.heads is not None:
+            return [self.d_model // self.heads]
+        return list(self.dims or [])
+
+    @property
+    def key_list(self) -> list[int]:
+        """n values of sources 2 and 3, with the source's default."""
+        if self.keys is not None:
+            return list(self.keys)
+        return list(DEFAULT_KEYS.get(self.score_source, ()))
+
+    @property
+    def scale_list(self) -> list[float]:
+        """Source 1's multipliers given as scales (default: the scores as they are)."""
+        return list(self.scales) if self.scales is not None else [1.0]
+
+    def _given_sources(self) -> dict[str, list[str]]:
+        given = {
+            "explicit": ["scores"] if self.scores is not None else [],
+            "vectors": [k for k in ("dims", "d_model") if getattr(self, k) is not None],
+            "gaussian": ["score_stds"] if self.score_stds is not None else [],
+        }
+        return {k: v for k, v in given.items() if v}
+
+    def _is_default(self, name: str) -> bool:
+        info = type(self).model_fields[name]
+        return getattr(self, name) == info.get_default(call_default_factory=True)
+
+    @model_validator(mode="after")
+    def _source_rules(self) -> SaturationFields:
+        given = self._given_sources()
+        if not given:
+            raise SpecFieldError((), "say where the scores come from: give one of " +
+                                 "; ".join(_SOURCE_TEXT.values()))
+        if len(given) > 1:
+            keys = [k for ks in given.values() for k in ks]
+            named = " and ".join(f"{k} ({_FLAG[k]})" for k in keys)
+            raise SpecFieldError((keys[-1],), f"{named} choose different score sources; give "
+                                 "only one of " + "; ".join(_SOURCE_TEXT.values()))
+        source = self.score_source
+        for name, sources in _ONLY.items():
+            if name in type(self).model_fields and source not in sources \
+                    and not self._is_default(name):
+                where = " or ".join(_SOURCE_TEXT[s] for s in sources)
+                raise SpecFieldError((name,), f"applies to {where} only; this spec uses "
+                                     f"{_SOURCE_TEXT[source]}")
+        if self.method != "direct":
+            raise SpecFieldError(("method",), "the saturation studies draw whole vectors; "
+                                 "only method: direct applies")
+        if source == "explicit":
+            self._explicit_rules()
+        elif source == "vectors":
+            self._vector_rules()
+        else:
+            self._gaussian_rules()
+        if source != "explicit":
+            keys = self.key_list
+            for i, n in enumerate(keys):
+                if n in keys[:i]:
+                    raise SpecFieldError(("keys", i), f"{n} is listed twice")
+        return self
+
+    def _explicit_rules(self) -> None:
+        if self.dim is None:
+            if not self._is_default("scalings"):
+                raise SpecFieldError(("scalings",), "scaling rules need the dimension of "
+                                     "explicit scores: add dim (--dim), or use scales")
+            return
+        if self.scales is not None:
+            raise SpecFieldError(("scales",), "with dim the multipliers are the scaling rules' "
+                                 "factors; give scales or dim with scalings, not both")
+        for i, s in enumerate(self.scalings):
+            if s.cosine:
+                raise SpecFieldError(("scalings", i), "cosine scaling needs the vectors, not "
+                                     "explicit scores")
+        self._no_twice("scalings", [s.label for s in self.scalings])
+
+    def _vector_rules(self) -> None:
+        if self.dims is not None and self.d_model is not None:
+            raise SpecFieldError(("dims",), "give dims or d_model with heads, not both")
+        self._no_twice("dims", self.dim_list)
+        self._no_twice("scalings", [s.label for s in self.scalings])
+        for i, n in enumerate(self.key_list):
+            if n > MAX_SEQUENCE:
+                raise SpecFieldError(("keys", i), f"random queries and keys hold an n × n "
+                                     f"score matrix; n may be at most {MAX_SEQUENCE}")
+        n_rules = len(self.scalings)
+        work = sum(self.trials * (2 * n * d + n * n * (1 + n_rules))
+                   for d in self.dim_list for n in self.key_list)
+        self._work_guard(work)
+
+    def _gaussian_rules(self) -> None:
+        stds = self.score_stds or []
+        self._no_twice("score_stds", stds)
+        self._work_guard(self.trials * sum(self.key_list) * (1 + len(stds)))
+
+    def _no_twice(self, name: str, values: list[Any]) -> None:
+        for i, v in enumerate(values):
+            if v in values[:i]:
+                raise SpecFieldError((name, i), f"{v!r} is listed twice")
+
+    def _work_guard(self, work: int) -> None:
+        if work > MAX_DRAWS:
+            raise SpecFieldError(("trials",), f"would handle {work:.2g} random numbers and "
+                                 f"scores (hours of work); the limit is {MAX_DRAWS:.0e}: lower "
+                                 "trials, keys or dims")
+
+
+class SoftmaxSweepSpec(SaturationFields):
+    """Softmax weights as the scores grow: largest weight, entropy, saturation."""
+
+    study: Literal["softmax-sweep"] = "softmax-sweep"
+    threshold: Float = Field(0.99, gt=0, lt=1)  # a row is saturated when max weight > this
+
+
+class JacobianSpec(SaturationFields):
+    """The softmax Jacobian J = diag(p) − ppᵀ as the scores grow: vanishing gradients."""
+
+    study: Literal["jacobian"] = "jacobian"
+    trials: Int = Field(2000, ge=2 * BATCHES, le=10**7)  # ≥ 2 per batch for median se
+    mark_dims: list[PosInt] = Field(default_factory=lambda: [64, 512])  # phase diagram: s = √d
+
+    @model_validator(mode="after")
+    def _median_memory(self) -> JacobianSpec:
+        if self.score_source == "vectors":
+            per_batch = -(-self.trials // BATCHES) * max(self.key_list)
+            if per_batch > MEDIAN_BATCH_VALUES:
+                raise SpecFieldError(("trials",), f"the median holds one batch of rows "
+                                     f"(trials/{BATCHES} × keys = {per_batch:.2g} values); "
+                                     f"the limit is {MEDIAN_BATCH_VALUES:.2g}: lower trials")
+        return self

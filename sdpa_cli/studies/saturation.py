@@ -1,0 +1,465 @@
+"""What the two saturation studies share: score sources, Monte Carlo cells, theory and audit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics import theory
+from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.numerics.sampling import PairLaw
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.spec.saturation import BATCHES, SaturationFields
+from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
+from sdpa_cli.studies.result import Check
+
+# Scales are clamped into this range before softmax: beyond it the weights are already
+# exactly one-hot (or exactly uniform), and 0 or inf would make the scaled scores undefined.
+SCALE_RANGE = (1e-300, 1e300)
+
+# The attention picture is drawn for one (d, n) cell with at most this many positions.
+PICTURE_MAX_KEYS = 64
+
+
+def finite(x: Any) -> float | None:
+    """A finite float, or None (JSON null) for NaN, ±inf and missing values."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+# --- source 1: explicit scores ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Multiplier:
+    """One row of source 1: the factor the explicit scores are multiplied by."""
+
+    scale: float
+    scaling: str | None = None  # rule label when the factor comes from dim + scalings
+    formula: str | None = None
+
+
+def multipliers(spec: SaturationFields) -> list[Multiplier]:
+    if spec.dim is not None:
+        return [Multiplier(s.factor(spec.dim), s.label, s.formula) for s in spec.scalings]
+    return [Multiplier(float(c)) for c in spec.scale_list]
+
+
+def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
+    """The row key of a source-1 row: scale, or scaling and dim when the rules are used."""
+    if m.scaling is not None:
+        return {"scaling": m.scaling, "dim": spec.dim, "scale": m.scale}
+    return {"scale": m.scale}
+
+
+def clamp(scale: float) -> float:
+    return min(max(scale, SCALE_RANGE[0]), SCALE_RANGE[1])
+
+
+# --- sources 2 and 3: Monte Carlo cells ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of turning a cell's raw scores into softmax inputs: multiply by `scale`."""
+
+    label: str
+    scale: float  # on the raw scores (standardized units), or on the cosines
+    cosine: bool = False
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Monte Carlo summary of one variant of one cell: (mean, se) over independent trials."""
+
+    stats: Mapping[str, tuple[float, float]]
+    median_frobenius: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Everything kept from one cell: per-variant summaries and per-trial raw scores."""
+
+    trials: int
+    measured: tuple[Measured, ...]
+    probes: Mapping[str, np.ndarray] = field(default_factory=dict)  # per-trial raw scores
+    first: Mapping[str, np.ndarray] | None = None  # the first trial, for the picture
+
+
+class _Fold:
+    """Receives block results strictly in block order (fold_blocks guarantees it)."""
+
+    def __init__(self, variants: int, trials: int, medians: bool) -> None:
+        self.parts: list[dict[str, list[np.ndarray]]] = [{} for _ in range(variants)]
+        self.medians = [sat.BatchMedians(trials, BATCHES) for _ in range(variants)] \
+            if medians else None
+        self.probes: dict[str, list[np.ndarray]] = {}
+        self.first: dict[str, np.ndarray] | None = None
+
+    def __call__(self, acc: _Fold, part: tuple) -> _Fold:
+        per_variant, probes, first = part
+        for i, (per_trial, frob_rows) in enumerate(per_variant):
+            for name, values in per_trial.items():
+                self.parts[i].setdefault(name, []).append(values)
+            if self.medians is not None:
+                self.medians[i].add(frob_rows)
+        for name, values in probes.items():
+            self.probes.setdefault(name, []).append(values)
+        if first is not None:
+            self.first = first
+        return self
+
+    def cell(self, trials: int) -> Cell:
+        measured = []
+        for i, parts in enumerate(self.parts):
+            stats = {name: sat.mean_se(np.concatenate(v)) for name, v in parts.items()}
+            med = self.medians[i].result() if self.medians is not None else None
+            measured.append(Measured(stats, med))
+        probes = {k: np.concatenate(v) for k, v in self.probes.items()}
+        return Cell(trials, tuple(measured), probes, self.first)
+
+
+def gaussian_cell(
+    spec: SaturationFields, n: int, key: tuple[int, ...], *, threshold: float | None,
+    jacobian: bool, workers: int,
+) -> Cell:
+    """Rows of n iid N(0, s²) scores for every s of the spec, from the same standard normal
+    draws (common random numbers: the curves over s are not blurred by independent noise)."""
+    stds = list(spec.score_stds or [])
+    trials = spec.trials
+    per, blocks = sat.gaussian_blocks(n, trials)
+
+    def work(b: int) -> tuple:
+        rng = block_generator(spec.seed or 0, (*key, b))
+        z = sat.gaussian_scores(rng, min(per, trials - b * per), n)
+        out = []
+        for s in stds:
+            st = sat.row_stats(z, clamp(s), threshold=threshold, jacobian=jacobian)
+            out.append((st, st["frobenius"][:, None] if jacobian else None))
+        return out, {"score": z[:, 0].copy()}, None
+
+    fold = _Fold(len(stds), trials, medians=jacobian)
+    return fold_blocks(blocks, work, fold, fold, workers).cell(trials)
+
+
+def vector_cell(
+    spec: SaturationFields, law: PairLaw, d: int, n: int, variants: Sequence[Variant],
+    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, workers: int,
+    keep_first: bool,
+) -> Cell:
+    """Sequences of n queries and n keys in d dimensions; every variant sees the same draws.
+
+    Rows within one sequence are not independent, so each trial contributes its average over
+    the n query rows, and standard errors are taken over trials. The raw scores at two fixed
+    positions, (1, 0) (an independent query-key pair) and (0, 0) (a query with its own key),
+    are kept per trial to check the score law: one value per trial is an iid sample.
+    """
+    trials = spec.trials
+    per, blocks = sat.sequence_blocks(n, d, trials)
+    want_cos = any(v.cosine for v in variants)
+    masked = spec.mask == "causal"
+
+    def work(b: int) -> tuple:
+        rng = block_generator(spec.seed or 0, (*key, b))
+        raw, cos, qk = sat.sequence_scores(rng, law, min(per, trials - b * per), n, d,
+                                           cosine=want_cos, keep_first=keep_first and b == 0)
+        probes = {"offdiag": raw[:, 1, 0].copy(), "diag": raw[:, 0, 0].copy()}
+        if cos is not None:
+            probes.update(offdiag_cos=cos[:, 1, 0].copy(), diag_cos=cos[:, 0, 0].copy())
+        first = None
+        if keep_first and b == 0:
+            first = {"raw": raw[0].copy()}
+            if cos is not None:
+                first["cos"] = cos[0].copy()
+            if qk is not None:
+                first["q"], first["k"] = qk
+        if masked:
+            raw = sat.causal(raw)
+            cos = sat.causal(cos) if cos is not None else None
+        out = []
+        for v in variants:
+            src = cos if v.cosine else raw
+            assert src is not None
+            st = sat.row_stats(src, clamp(v.scale), threshold=threshold, jacobian=jacobian)
+            per_trial = {name: values.mean(axis=1) for name, values in st.items()}
+            out.append((per_trial, st["frobenius"] if jacobian else None))
+        return out, probes, first
+
+    fold = _Fold(len(variants), trials, medians=jacobian)
+    return fold_blocks(blocks, work, fold, fold, workers).cell(trials)
+
+
+def law_of(spec: SaturationFields) -> tuple[PairLaw, float]:
+    """The standardized pair law and σ², which maps its q·k to physical units."""
+    if spec.distribution == "sphere":
+        return PairLaw("sphere"), 1.0
+    return PairLaw(spec.distribution, spec.mean / spec.std, spec.correlation), spec.std**2
+
+
+def variants_for(spec: SaturationFields, d: int, unit: float) -> list[Variant]:
+    return [
+        Variant(s.label, s.factor(d) if s.cosine else s.factor(d) * unit, s.cosine)
+        for s in spec.scalings
+    ]
+
+
+# --- theory beside source-2 rows --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreTheory:
+    """The score law a rule implies at d: off-diagonal (independent pair) and self scores."""
+
+    pair: theory.DotMoments | None  # raw q·k (or cos) of an independent pair, standardized
+    self_pair: theory.DotMoments | None  # of a query with its own (correlated) key
+    factor: float  # raw → softmax input
+
+
+def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float) -> ScoreTheory:
+    if scaling.cosine:
+        pair = theory.cosine_moments(law.kind, d, law.m, 0.0)
+        self_pair = theory.cosine_moments(law.kind, d, law.m, law.rho)
+        return ScoreTheory(pair, self_pair, scaling.factor(d))
+    if law.kind == "sphere":
+        mom = theory.dot_moments("sphere", d)
+        return ScoreTheory(mom, mom, scaling.factor(d))
+    return ScoreTheory(theory.dot_moments(law.kind, d, law.m, 0.0),
+                       theory.dot_moments(law.kind, d, law.m, law.rho),
+                       scaling.factor(d) * unit)
+
+
+def cosine_self_limit(law: PairLaw) -> float:
+    """cos(q, k) of a query and its own key as d → ∞: (m² + ρ)/(1 + m²) (concentration)."""
+    if law.kind == "sphere":
+        return 0.0
+    return (law.m * law.m + law.rho) / (1.0 + law.m * law.m)
+
+
+def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
+                 correlated: bool) -> dict[str, Any]:
+    """Implied spread of the scores, and the measured score law at two fixed positions."""
+    th = score_theory(law, d, scaling, unit)
+    c = th.factor
+    off = cell.probes["offdiag_cos" if scaling.cosine else "offdiag"]
+    diag = cell.probes["diag_cos" if scaling.cosine else "diag"]
+    t = off.size
+    var = float(off.var(ddof=1)) if t > 1 else math.nan
+    out: dict[str, Any] = {
+        "implied_score_std": finite(c * math.sqrt(th.pair.variance)) if th.pair else None,
+        "implied_self_score_mean": None,
+        "score_var": finite(c * c * var),
+        "theory_score_var": None,
+        "score_var_se": None,
+        "score_var_z": None,
+        "self_score_mean": finite(c * float(diag.mean())),
+        "theory_self_score_mean": None,
+        "self_score_mean_z": None,
+    }
+    if correlated:
+        if th.self_pair is not None:
+            out["implied_self_score_mean"] = finite(c * th.self_pair.mean)
+        elif scaling.cosine:
+            out["implied_self_score_mean"] = finite(c * cosine_self_limit(law))
+    if th.pair is not None:
+        se = theory.variance_se(th.pair.variance, th.pair.mu4, t)
+        out["theory_score_var"] = finite(c * c * th.pair.variance)
+        out["score_var_se"] = finite(c * c * se)
+        out["score_var_z"] = finite(_z(var, th.pair.variance, se))
+    if th.self_pair is not None:
+        out["theory_self_score_mean"] = finite(c * th.self_pair.mean)
+        se_mean = math.sqrt(th.self_pair.variance / t)
+        out["self_score_mean_z"] = finite(_z(float(diag.mean()), th.self_pair.mean, se_mean))
+    return out
+
+
+def _z(measured: float, expected: float, se: float) -> float:
+    if se > 0:
+        return (measured - expected) / se
+    return 0.0 if measured == expected else math.copysign(math.inf, measured - expected)
+
+
+def score_check(name: str, row: Mapping[str, Any], k: float) -> Check:
+    """The score law at fixed positions against theory: |z| ≤ k for variance and mean."""
+    z, mz = row["score_var_z"], row["self_score_mean_z"]
+    if row["theory_score_var"] is None:
+        return Check(name, True, "no closed form for this law under cosine scaling "
+                                 "(reported only)")
+    if z is None or (row["theory_self_score_mean"] is not None and mz is None):
+        return Check(name, False, "measurement or theory not finite")
+    parts = [f"off-diagonal score variance z = {z:+.2f}"]
+    passed = abs(z) <= k
+    if mz is not None:
+        parts.append(f"self-score mean z = {mz:+.2f}")
+        passed = passed and abs(mz) <= k
+    return Check(name, passed, ", ".join(parts) + f" (pass: within ±{k:g})")
+
+
+def gaussian_check(n: int, s_values: Sequence[float], cell: Cell, k: float) -> Check:
+    """The standard normal draws behind every s of a cell have unit variance."""
+    z = cell.probes["score"]
+    t = z.size
+    mom = theory.DotMoments(0.0, 1.0, 3.0)  # N(0, 1): variance 1, fourth moment 3
+    se = theory.variance_se(mom.variance, mom.mu4, t)
+    zz = _z(float(z.var(ddof=1)), 1.0, se)
+    zm = _z(float(z.mean()), 0.0, math.sqrt(1.0 / t))
+    return Check(
+        f"n={n} scores", abs(zz) <= k and abs(zm) <= k,
+        f"first score of each row: variance z = {zz:+.2f}, mean z = {zm:+.2f} (pass: within "
+        f"±{k:g}); every s = {', '.join(f'{s:g}' for s in s_values)} scales these draws",
+    )
+
+
+def limit_max_prob(spec: SaturationFields, law: PairLaw, scaling: Scaling, n: int
+                   ) -> float | None:
+    """The d → ∞ limit of the mean largest weight under ÷d or cosine scaling (no mask).
+
+    Both rules divide by something of order d, so by the law of large numbers every score
+    converges: a query's own key to (μ² + ρσ²) (÷d) or (m² + ρ)/((1 + m²)τ) (cosine), the
+    other keys to μ² or m²/((1 + m²)τ). Softmax sees only the gap g, so each row tends to
+    weight e^g/(e^g + n − 1) on its own key and 1/(e^g + n − 1) on the others.
+    """
+    if spec.mask != "none" or not (scaling.cosine or (scaling.power == 1.0)):
+        return None
+    if law.kind == "sphere":
+        gap = 0.0
+    elif scaling.cosine:
+        gap = law.rho / ((1.0 + law.m * law.m) * scaling.temperature)
+    else:
+        gap = spec.correlation * spec.std**2 / scaling.temperature
+    return math.exp(max(gap, 0.0)) / (math.exp(gap) + n - 1)
+
+
+def iid_small_s(spec: SaturationFields, scaling: Scaling) -> bool:
+    """Do the rows hold (nearly) iid centred scores, so that ln n − (n−1)s²/(2n) applies?"""
+    centred = spec.distribution == "sphere" or (spec.mean == 0 and spec.correlation == 0)
+    return centred and spec.mask == "none" and (not scaling.cosine or
+                                               spec.distribution in ("normal", "sphere"))
+
+
+def freezing_fields(n: int, s: float | None, small_s_applies: bool) -> dict[str, Any]:
+    sc = sat.freezing_std(n)
+    return {
+        "ln_n": math.log(n),
+        "freezing_std": sc,
+        "s_over_freezing": finite(s / sc) if s is not None else None,
+        # a second-order expansion: reported only where s is small next to s_c
+        "entropy_small_s": finite(sat.entropy_small_s(n, s))
+        if (s is not None and small_s_applies and s <= sc / 2) else None,
+    }
+
+
+def stat_fields(measured: Measured, names: Mapping[str, str]) -> dict[str, Any]:
+    """{row field: (mean), row field_se: (se)} for each per-trial statistic asked for."""
+    out: dict[str, Any] = {}
+    for field_name, stat in names.items():
+        mean, se = measured.stats[stat]
+        out[field_name] = finite(mean)
+        out[f"{field_name}_se"] = finite(se)
+    return out
+
+
+# --- row keys, documented entries and the audit ---------------------------------------------
+
+
+def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
+    """The key of every row the run will produce, without running it."""
+    source = spec.score_source
+    if source == "explicit":
+        return [explicit_key(spec, m) for m in multipliers(spec)]
+    if source == "vectors":
+        return [{"dim": d, "keys": n, "scaling": s.label}
+                for d in spec.dim_list for n in spec.key_list for s in spec.scalings]
+    return [{"keys": n, "score_std": s} for n in spec.key_list for s in spec.score_stds or []]
+
+
+def canonical(entry: Documented) -> Documented:
+    """A copy whose `row: scaling:` uses the canonical label (e.g. 'temperature:8')."""
+    label = entry.row.get("scaling")
+    if isinstance(label, str):
+        try:
+            row = {**entry.row, "scaling": Scaling.parse(label).label}
+        except ValueError:
+            return entry
+        return entry.model_copy(update={"row": row})
+    return entry
+
+
+def documented_problem(spec: SaturationFields, entry: Documented,
+                       fields: Callable[[str], Sequence[str]]) -> str | None:
+    return selector_problem(plan_keys(spec), canonical(entry), fields(spec.score_source))
+
+
+def lookup(rows: list[dict[str, Any]]):
+    """The audit's look-up: a row's value, with the field's standard error when it has one."""
+
+    def find(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
+        found = find_rows(rows, canonical(entry).row)
+        if len(found) != 1:
+            return None, None
+        row = found[0]
+        name, idx = split_quantity(quantity)
+        value = pick(row.get(name), idx)
+        se = row.get(f"{name}_se")
+        return (float(value) if isinstance(value, int | float) and not isinstance(value, bool)
+                else None), se
+
+    return find
+
+
+# --- theory lines ----------------------------------------------------------------------------
+
+
+def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
+    source = spec.score_source
+    lines = []
+    if jacobian:
+        lines.append("J = diag(p) − ppᵀ is symmetric positive semi-definite with rows summing "
+                     "to 0; trace = 1 − Σp²; ‖J‖_F is computed in O(n) per row without 1 − p "
+                     "cancellation, λ_max from the secular equation.")
+    if source == "explicit":
+        lines.append("softmax(c·z)_i = e^{c·z_i}/Σ_j e^{c·z_j}; entropy in nats with 0·log 0 = "
+                     "0; effective keys = e^entropy (n for uniform weights, 1 for one-hot).")
+        if jacobian:
+            lines.append("Near one-hot with runner-up weight ε: J ≈ ε[[1, −1], [−1, 1]] on "
+                         "those two keys, so max|J| ≈ ε, ‖J‖_F ≈ 2ε and λ_max ≈ 2ε.")
+        return tuple(lines)
+    lines.append("n iid N(0, s²) scores: E[entropy] = ln n − (n−1)s²/(2n) + O(s⁴) for small s "
+                 "(≈ ln n − s²/2; entropy_small_s, given for s ≤ s_c/2); weights freeze "
+                 "towards one-hot once s passes s_c = √(2 ln n), where the largest score "
+                 "pulls away from the rest.")
+    if jacobian:
+        lines.append("‖J‖_F → √(n−1)/n as s → 0 (uniform weights) and → 0 as s → ∞ (one-hot): "
+                     "the gradient through softmax vanishes on both sides and peaks between.")
+    if source == "vectors":
+        lines.append("Each rule's implied score spread at d is factor·√Var(q·k) for an "
+                     "independent query-key pair, Var(q·k) = d·[(σ²+μ²)² − μ⁴] (exact moments "
+                     "for every law; cosine: √Var(cos)/τ = 1/(τ√d) for isotropic laws).")
+        if spec.correlation != 0:
+            lines.append("A query and its own key (corr ρ per component) have mean score "
+                         "factor·d·(μ² + ρσ²): it grows like d while the off-diagonal spread "
+                         "grows like √d, so ÷d (not ÷√d) keeps the pattern fixed as d grows.")
+        if any(s.cosine or s.power == 1.0 for s in spec.scalings) and spec.mask == "none":
+            lines.append("Under ÷d and cosine scaling every score converges as d → ∞, the own "
+                         "key's to a gap g above the others (g = ρσ² for ÷d, ρ/((1+m²)τ) for "
+                         "cosine): the mean largest weight tends to e^max(g,0)/(e^g + n − 1) "
+                         "(limit_max_prob; 1/n when g = 0).")
+        lines.append("Rows of one sequence share queries and keys, so each trial contributes "
+                     "its average over the n query rows and se = sd(trial averages)/√trials; "
+                     "the score law is checked at two fixed positions per trial (exact se of "
+                     "a sample variance, exact fourth moment).")
+    else:
+        lines.append("Each trial is one row of n iid scores: se = sd/√trials. Every s reuses "
+                     "the same standard normal draws (common random numbers).")
+    if jacobian:
+        lines.append(f"median ‖J‖_F: mean of the medians of {BATCHES} fixed batches of trials; "
+                     f"se = sd(batch medians)/√{BATCHES} (batch means).")
+    return tuple(lines)

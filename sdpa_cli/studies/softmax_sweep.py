@@ -1,0 +1,348 @@
+"""Study: softmax weights as the scores grow: largest weight, entropy and saturation."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.numerics.softmax import entropy, softmax
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.spec.saturation import SoftmaxSweepSpec
+from sdpa_cli.studies import saturation as common
+from sdpa_cli.studies.audit import audit_check, run_audit
+from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
+
+EXPLICIT_COLUMNS = (
+    Column("scale", "scale"),
+    Column("probs", "weights", "list"),
+    Column("max_prob", "max weight"),
+    Column("entropy", "entropy (nats)"),
+    Column("effective_keys", "e^entropy"),
+)
+EXPLICIT_RULE_COLUMNS = (Column("scaling", "scaling", "text"), *EXPLICIT_COLUMNS)
+VECTOR_COLUMNS = (
+    Column("dim", "d", "int"),
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("implied_score_std", "implied s"),
+    Column("mean_max_prob", "mean max weight"),
+    Column("mean_entropy", "mean entropy"),
+    Column("saturated_fraction", "saturated"),
+    Column("score_var_z", "score z", "f2"),
+)
+GAUSSIAN_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("score_std", "s"),
+    Column("s_over_freezing", "s/√(2 ln n)", "f2"),
+    Column("mean_max_prob", "mean max weight"),
+    Column("mean_entropy", "mean entropy"),
+    Column("entropy_small_s", "ln n − (n−1)s²/2n"),
+    Column("saturated_fraction", "saturated"),
+)
+
+STATS = {"mean_max_prob": "max_prob", "mean_entropy": "entropy",
+         "saturated_fraction": "saturated"}
+_MC = tuple(f for name in STATS for f in (name, f"{name}_se"))
+FIELDS = {
+    "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
+                 "entropy", "effective_keys"),
+    "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
+                "implied_self_score_mean", *_MC, "threshold", "limit_max_prob", "ln_n",
+                "freezing_std", "s_over_freezing", "entropy_small_s", "score_var",
+                "theory_score_var", "score_var_se", "score_var_z", "self_score_mean",
+                "theory_self_score_mean", "self_score_mean_z"),
+    "gaussian": ("keys", "score_std", "trials", *_MC, "threshold", "ln_n", "freezing_std",
+                 "s_over_freezing", "entropy_small_s"),
+}
+
+
+def plan_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
+    return common.plan_keys(spec)
+
+
+def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
+    return common.documented_problem(spec, entry, FIELDS.__getitem__)
+
+
+def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
+    source = spec.score_source
+    checks: list[Check] = []
+    figures: list[Figure] = []
+    notes: list[str] = []
+    if source == "explicit":
+        rows = _explicit_rows(spec)
+        columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
+        figures.append(_weights_figure(spec, rows))
+        title = "Softmax of explicit scores as they are scaled"
+    elif source == "vectors":
+        rows, checks, figures, notes = _vector_run(spec, workers)
+        columns = _vector_columns(spec, rows)
+        title = "Softmax saturation versus d_k, by scaling rule"
+    else:
+        rows, checks, figures = _gaussian_run(spec, workers)
+        columns = GAUSSIAN_COLUMNS
+        title = "Softmax of n iid N(0, s²) scores versus s"
+    audit = run_audit(spec.documented, common.lookup(rows), spec.se_tolerance, spec.document)
+    check = audit_check(audit)
+    if check:
+        checks.append(check)
+    return Result(
+        study="softmax-sweep",
+        name=spec.name or "softmax-sweep",
+        title=spec.title or title,
+        source=spec.source,
+        description=spec.description,
+        spec=spec.model_dump(mode="json"),
+        table=Table("softmax", title, columns, tuple(rows)),
+        checks=tuple(checks),
+        audit=audit,
+        theory=common.theory_lines(spec, jacobian=False),
+        notes=tuple(notes),
+        figures=tuple(figures),
+    )
+
+
+# --- source 1 -----------------------------------------------------------------------------
+
+
+def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
+    z = np.asarray(spec.scores, dtype=float)
+    rows = []
+    for m in common.multipliers(spec):
+        c = common.clamp(m.scale)
+        p = softmax(z, c)
+        h = float(entropy(z, c))
+        rows.append({
+            **common.explicit_key(spec, m),
+            "temperature": common.finite(1.0 / m.scale),
+            "scores": [common.finite(c * v) for v in z],
+            "probs": p.tolist(),
+            "max_prob": float(p.max()),
+            "entropy": h,
+            "effective_keys": math.exp(h),
+        })
+    return rows
+
+
+def _label(row: dict[str, Any], formula: str | None) -> str:
+    if formula is not None:
+        return formula
+    return f"×{row['scale']:g}"
+
+
+def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+    formulas = {s.label: s.formula for s in spec.scalings}
+    groups = [{
+        "label": _label(r, formulas.get(r.get("scaling") or "")),
+        "probs": r["probs"],
+        "entropy": r["entropy"],
+        "max_prob": r["max_prob"],
+        # 1 − max weight as the sum of the others: exact even when max weight rounds to 1
+        "others": float(np.sort(r["probs"])[:-1].sum()),
+    } for r in rows]
+    return Figure(
+        "weights_by_scale", "saturation.weights_by_scale",
+        "Weight of each key as the scores are scaled",
+        {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
+         "dim": spec.dim},
+    )
+
+
+# --- source 2 -----------------------------------------------------------------------------
+
+
+def _vector_run(spec: SoftmaxSweepSpec, workers: int):
+    law, unit = common.law_of(spec)
+    k = spec.se_tolerance
+    rows: list[dict[str, Any]] = []
+    checks: list[Check] = []
+    picture = None
+    dims, keys = spec.dim_list, spec.key_list
+    want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= common.PICTURE_MAX_KEYS
+    for i, d in enumerate(dims):
+        variants = common.variants_for(spec, d, unit)
+        for j, n in enumerate(keys):
+            cell = common.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
+                                      jacobian=False, workers=workers, keep_first=want_picture)
+            cell_rows = []
+            for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
+                row = vector_row(spec, law, unit, d, n, scaling, cell, measured)
+                cell_rows.append(row)
+            rows.extend(cell_rows)
+            checks.extend(cell_checks(spec, d, n, cell_rows, k))
+            if want_picture:
+                picture = _picture(spec, law, unit, d, n, cell)
+    # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
+    figures = [_vs_dim_figure(spec, rows)] if len(dims) > 1 else []
+    if picture is not None:
+        figures.append(picture)
+    notes = []
+    if spec.mask == "causal":
+        notes.append("causal mask: query i sees i + 1 keys, so its entropy is at most ln(i+1) "
+                     "and the first query always puts weight 1 on its only key; the "
+                     "ln n − s²/2 line does not apply.")
+    return rows, checks, figures, notes
+
+
+def _vector_columns(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> tuple:
+    """The handful of columns for the terminal; the aligned-keys story adds two."""
+    extra = []
+    if spec.correlation != 0:
+        extra.append(Column("implied_self_score_mean", "self score"))
+    if any(r["limit_max_prob"] is not None for r in rows):
+        extra.append(Column("limit_max_prob", "d→∞ max weight"))
+    return (*VECTOR_COLUMNS[:5], *extra, *VECTOR_COLUMNS[5:])
+
+
+def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: common.Cell,
+               measured: common.Measured, stats: dict[str, str] | None = None
+               ) -> dict[str, Any]:
+    """One source-2 row; shared with the jacobian study, which passes its own statistics."""
+    scores = common.score_fields(law, d, scaling, unit, cell, spec.correlation != 0)
+    factor = scaling.factor(d) if scaling.cosine else scaling.factor(d) * unit
+    row: dict[str, Any] = {
+        "dim": d, "keys": n, "scaling": scaling.label, "factor": common.finite(factor),
+        "trials": cell.trials,
+        "implied_score_std": scores.pop("implied_score_std"),
+        "implied_self_score_mean": scores.pop("implied_self_score_mean"),
+    }
+    row.update(common.stat_fields(measured, stats or STATS))
+    if stats is None:
+        row["threshold"] = spec.threshold
+        row["limit_max_prob"] = common.limit_max_prob(spec, law, scaling, n)
+    row.update(common.freezing_fields(n, row["implied_score_std"],
+                                      common.iid_small_s(spec, scaling)))
+    row.update(scores)
+    return row
+
+
+def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> list[Check]:
+    """One check of the score law per cell for the raw scores (every linear rule rescales
+    the same draws, so their z is the same number) and one for the cosines."""
+    out = []
+    seen = set()
+    for scaling, row in zip(spec.scalings, rows, strict=True):
+        kind = "cosine" if scaling.cosine else "raw"
+        if kind in seen:
+            continue
+        seen.add(kind)
+        what = "cos(q, k)" if scaling.cosine else "q·k"
+        out.append(common.score_check(f"d={d} n={n} {what}", row, k))
+    return out
+
+
+def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+    curves = []
+    for n in spec.key_list:
+        for s in spec.scalings:
+            pts = [r for r in rows if r["keys"] == n and r["scaling"] == s.label]
+            curves.append({
+                "keys": n, "scaling": s.label, "formula": s.formula,
+                "dims": [r["dim"] for r in pts],
+                "mean_max_prob": [r["mean_max_prob"] for r in pts],
+                "mean_max_prob_se": [r["mean_max_prob_se"] for r in pts],
+                "mean_entropy": [r["mean_entropy"] for r in pts],
+                "mean_entropy_se": [r["mean_entropy_se"] for r in pts],
+                "implied_score_std": [r["implied_score_std"] for r in pts],
+                "limit_max_prob": pts[0]["limit_max_prob"] if pts else None,
+                "implied_self_score_mean": [r["implied_self_score_mean"] for r in pts]
+                if spec.correlation != 0 else None,
+            })
+    return Figure(
+        "saturation_vs_dim", "saturation.vs_dim",
+        "Max weight, entropy and implied score spread versus d_k",
+        {"curves": curves, "keys": spec.key_list,
+         "ln_n": {n: math.log(n) for n in spec.key_list},
+         "freezing": {n: sat.freezing_std(n) for n in spec.key_list},
+         "trials": spec.trials, "mask": spec.mask, "correlation": spec.correlation,
+         "distribution": spec.distribution, "se_k": 2.0},
+    )
+
+
+def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
+             cell: common.Cell) -> Figure | None:
+    """The first sequence's score matrices, weights and entropy per query, one row per rule;
+    every number drawn is computed here."""
+    first = cell.first
+    if first is None:
+        return None
+    panels = []
+    for scaling in spec.scalings:
+        base = first["cos"] if scaling.cosine else first["raw"]
+        c = scaling.factor(d) if scaling.cosine else scaling.factor(d) * unit
+        scores = base * c
+        if spec.mask == "causal":
+            scores = sat.causal(scores)
+        logp_scale = common.clamp(c)
+        src = sat.causal(base) if spec.mask == "causal" else base
+        weights = softmax(src, logp_scale)
+        ent = entropy(src, logp_scale)
+        finite_scores = scores[np.isfinite(scores)]
+        panels.append({
+            "scaling": scaling.label, "formula": scaling.formula,
+            "scores": np.where(np.isfinite(scores), scores, np.nan).tolist(),
+            "score_std": float(finite_scores.std()),
+            "weights": weights.tolist(),
+            "entropy": ent.tolist(),
+            "mean_entropy": float(ent.mean()),
+            "max_weight": float(weights.max()),
+        })
+    data = {"dim": d, "keys": n, "ln_n": math.log(n), "panels": panels, "mask": spec.mask}
+    if "q" in first:
+        data["q"] = first["q"].tolist()
+        data["k"] = first["k"].tolist()
+    return Figure("attention_picture", "saturation.attention_picture",
+                  f"First sampled sequence: d_k = {d}, {n} positions", data)
+
+
+# --- source 3 -----------------------------------------------------------------------------
+
+
+def _gaussian_run(spec: SoftmaxSweepSpec, workers: int):
+    rows: list[dict[str, Any]] = []
+    checks: list[Check] = []
+    stds = list(spec.score_stds or [])
+    for j, n in enumerate(spec.key_list):
+        cell = common.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
+                                    workers=workers)
+        for s, measured in zip(stds, cell.measured, strict=True):
+            rows.append(gaussian_row(spec, n, s, cell, measured))
+        checks.append(common.gaussian_check(n, stds, cell, spec.se_tolerance))
+    return rows, checks, [_vs_std_figure(spec, rows)]
+
+
+def gaussian_row(spec, n: int, s: float, cell: common.Cell, measured: common.Measured,
+                 stats: dict[str, str] | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {"keys": n, "score_std": s, "trials": cell.trials}
+    row.update(common.stat_fields(measured, stats or STATS))
+    if stats is None:
+        row["threshold"] = spec.threshold
+    row.update(common.freezing_fields(n, s, True))
+    return row
+
+
+def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+    curves = []
+    grid = np.geomspace(min(spec.score_stds or [1]) / 1.2, max(spec.score_stds or [1]) * 1.2,
+                        200)
+    for n in spec.key_list:
+        pts = [r for r in rows if r["keys"] == n]
+        curves.append({
+            "keys": n,
+            "score_std": [r["score_std"] for r in pts],
+            "mean_max_prob": [r["mean_max_prob"] for r in pts],
+            "mean_max_prob_se": [r["mean_max_prob_se"] for r in pts],
+            "mean_entropy": [r["mean_entropy"] for r in pts],
+            "mean_entropy_se": [r["mean_entropy_se"] for r in pts],
+            "freezing": sat.freezing_std(n),
+            "ln_n": math.log(n),
+            "grid": grid.tolist(),
+            "small_s": [sat.entropy_small_s(n, float(s)) for s in grid],
+        })
+    return Figure("saturation_vs_std", "saturation.vs_std",
+                  "Max weight and entropy of n iid N(0, s²) scores versus s",
+                  {"curves": curves, "trials": spec.trials, "se_k": 2.0})
