@@ -169,3 +169,17 @@ def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
                            f"--screenshot={shot}", report.as_uri()],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and shot.stat().st_size > 10_000
+
+
+QUICK_SHIPPED = [p for p in sorted((Path(__file__).parent.parent / "experiments").rglob("*.yaml"))
+                 if p.stem != "phase-diagram"]  # the one slow spec; its loader is shared
+
+
+@pytest.mark.parametrize("spec_file", QUICK_SHIPPED, ids=lambda p: p.stem)
+def test_written_spec_yaml_runs_again_to_the_same_results(sdpa, workdir, spec_file):
+    assert sdpa("run", str(spec_file), "--out", "first", "--no-plots", "-q").code == 0
+    written = workdir / "first" / spec_file.stem / "spec.yaml"
+    assert sdpa("run", str(written), "--out", "again", "--no-plots", "-q").code == 0
+    first = json.loads((workdir / "first" / spec_file.stem / "results.json").read_text())
+    again = json.loads((workdir / "again" / spec_file.stem / "results.json").read_text())
+    assert again == first

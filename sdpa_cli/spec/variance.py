@@ -56,9 +56,12 @@ class VectorLawFields(SpecBase):
     def resolve_dims(self, dims: list[int] | None) -> list[int]:
         """dims as given, or d_model/heads, or the default; never both sources."""
         if self.d_model is not None and self.heads is not None:
-            if dims is not None:
-                raise SpecFieldError(("dims",), "give dims or d_model with heads, not both")
-            return [self.d_model // self.heads]
+            d_k = self.d_model // self.heads
+            # A resolved spec.yaml carries both; they must agree.
+            if dims is not None and list(dims) != [d_k]:
+                raise SpecFieldError(("dims",), f"d_model/heads gives d_k = {d_k}; drop dims "
+                                     f"or make it [{d_k}]")
+            return [d_k]
         return list(dims) if dims is not None else list(DEFAULT_DIMS)
 
 
