@@ -147,8 +147,21 @@ def _show(value: Any) -> str:
 
 
 def _translate(e: ValidationError, cls: type[BaseModel], origin: Origin) -> list[Problem]:
+    errors = e.errors(include_url=False)
+    # A misspelt key is one mistake, not two: when the did-you-mean of an unknown key names
+    # a missing field of the same mapping, report only the unknown key.
+    suggested = set()
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            loc = tuple(err["loc"])
+            close = difflib.get_close_matches(str(loc[-1]), _fields_at(cls, loc[:-1]), n=1,
+                                              cutoff=0.6)
+            if close:
+                suggested.add((*loc[:-1], close[0]))
     problems = []
-    for err in e.errors(include_url=False):
+    for err in errors:
+        if err["type"] == "missing" and tuple(err["loc"]) in suggested:
+            continue
         loc = tuple(err["loc"])
         kind = err["type"]
         ctx = err.get("ctx") or {}

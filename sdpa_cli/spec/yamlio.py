@@ -133,8 +133,15 @@ def parse(text: str, file: str) -> Document:
                 col=mark.column + 1 if mark else None,
             )
         ) from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow, e.g. \x00
+        before = text[: e.position]
+        line = before.count("\n") + 1
+        col = e.position - (before.rfind("\n") + 1) + 1
+        code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "?")
+        raise InputError(Problem(f"YAML does not allow the control character 0x{code:02x}",
+                                 file=file, line=line, col=col)) from None
     except yaml.YAMLError as e:
-        raise InputError(Problem(f"YAML: {e}", file=file)) from None
+        raise InputError(Problem("YAML: " + " ".join(str(e).split()), file=file)) from None
     if node is None:
         raise InputError(Problem("the spec is empty; it needs at least a `study:` line",
                                  file=file))
@@ -147,6 +154,10 @@ def parse(text: str, file: str) -> Document:
                     line=node.start_mark.line + 1, col=node.start_mark.column + 1)
         )
     return doc
+
+
+_PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in
+                       ("str", "int", "float", "bool", "null", "map", "seq"))
 
 
 class _Builder:
@@ -168,6 +179,8 @@ class _Builder:
         if self.count > MAX_NODES:
             raise self._fail(node, f"more than {MAX_NODES} values (alias expansion?)", path)
         self.doc.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if node.tag not in _PLAIN_TAGS:  # !!python/… and other types are refused, not built
+            raise self._fail(node, f"unsupported YAML tag {node.tag}", path)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
@@ -189,11 +202,6 @@ class _Builder:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        if node.tag not in (
-            "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
-            "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null",
-        ):
-            raise self._fail(node, f"unsupported YAML tag {node.tag}", path)
         self.doc.texts[path] = node.value
         try:
             return self.loader.construct_object(node, deep=True)
