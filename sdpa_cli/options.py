@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-_NUMBER = re.compile(r"^[-+−]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_NUMBER = re.compile(
+    r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
 
 
 def _is_value(token: str) -> bool:

@@ -20,6 +20,8 @@ def number(x: Any, fmt: str = "g") -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
+        if x == -math.inf:
+            return "-inf"  # a masked score
         if not math.isfinite(x):
             return MISSING
         if fmt == "int" and x.is_integer():

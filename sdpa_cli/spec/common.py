@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -45,6 +46,30 @@ def _no_bool(kind: str) -> Any:
 Int = Annotated[int, _no_bool("a whole number")]
 Float = Annotated[float, _no_bool("a number")]
 PosInt = Annotated[int, _no_bool("a whole number"), Field(ge=1)]
+
+
+_MINUS_INF = {"-inf", "-.inf", "-infinity", "−inf", "−.inf"}
+
+
+def _score_in(v: Any) -> Any:
+    if isinstance(v, str) and v.strip().lower() in _MINUS_INF:
+        return -math.inf
+    if isinstance(v, bool):
+        raise ValueError(f"must be a number, got {str(v).lower()}")
+    return v
+
+
+def _score_out(x: float) -> float:
+    if math.isnan(x) or x == math.inf:
+        raise ValueError(f"must be a finite number or -inf (a masked key), got {x}")
+    return x
+
+
+# A softmax input: any finite number, or -inf for a masked key (weight exactly 0).
+Score = Annotated[
+    float, Field(allow_inf_nan=True), BeforeValidator(_score_in), AfterValidator(_score_out),
+    PlainSerializer(lambda x: "-inf" if x == -math.inf else x),
+]
 
 
 def _parse_scaling(v: Any) -> Scaling:

@@ -13,6 +13,7 @@ from sdpa_cli.spec.common import (
     Int,
     PosInt,
     ScalingField,
+    Score,
     scalings,
 )
 from sdpa_cli.spec.variance import VectorLawFields
@@ -66,7 +67,7 @@ class SaturationFields(VectorLawFields):
     """
 
     # source 1: explicit scores
-    scores: list[Float] | None = Field(None, min_length=1, max_length=MAX_SCORES)
+    scores: list[Score] | None = Field(None, min_length=1, max_length=MAX_SCORES)
     scales: list[PosFloat] | None = Field(None, min_length=1)  # multipliers (default [1])
     dim: PosInt | None = None  # with scalings: multipliers are the rules' factors at this d_k
     # source 2: random queries and keys (distribution, mean, std, correlation, d_model and
@@ -152,6 +153,9 @@ class SaturationFields(VectorLawFields):
         return self
 
     def _explicit_rules(self) -> None:
+        if self.scores is not None and all(x == float("-inf") for x in self.scores):
+            raise SpecFieldError(("scores",), "every score is masked (-inf); softmax needs at "
+                                 "least one finite score")
         if self.dim is None:
             if not self._is_default("scalings"):
                 raise SpecFieldError(("scalings",), "scaling rules need the dimension of "

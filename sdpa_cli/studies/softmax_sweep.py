@@ -274,18 +274,20 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
     for scaling in spec.scalings:
         base = first["cos"] if scaling.cosine else first["raw"]
         c = scaling.factor(d) if scaling.cosine else scaling.factor(d) * unit
-        scores = base * c
+        with np.errstate(over="ignore"):  # beyond float64 becomes inf, drawn as blank
+            scores = base * c
         if spec.mask == "causal":
             scores = sat.causal(scores)
         logp_scale = common.clamp(c)
         src = sat.causal(base) if spec.mask == "causal" else base
         weights = softmax(src, logp_scale)
         ent = entropy(src, logp_scale)
-        finite_scores = scores[np.isfinite(scores)]
+        # sd of c·base as |c|·sd(base): squaring scores near 1e300 would overflow.
+        finite_base = base[np.isfinite(base)]
         panels.append({
             "scaling": scaling.label, "formula": scaling.formula,
             "scores": np.where(np.isfinite(scores), scores, np.nan).tolist(),
-            "score_std": float(finite_scores.std()),
+            "score_std": float(abs(c) * finite_base.std()) if finite_base.size else 0.0,
             "weights": weights.tolist(),
             "entropy": ent.tolist(),
             "mean_entropy": float(ent.mean()),

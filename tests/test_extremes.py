@@ -1,0 +1,100 @@
+"""Numerical extremes: finite where the mathematics is, exact 0/1 where it saturates, no
+NumPy warning (the suite turns warnings into errors), figures drawn without complaint."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+
+def _rows(sdpa, *args, plots=False):
+    r = sdpa(*args, "--format", "json", "-q", "--seed", "1", *([] if plots else ["--no-plots"]))
+    assert r.code == 0, r.err
+    return r.json()["rows"], r.json()["checks"]
+
+
+@pytest.mark.parametrize("std", ["1e-150", "1e150"])
+def test_tiny_and_huge_std(sdpa, std):
+    rows, checks = _rows(sdpa, "variance", "--std", std, "--dims", "3", "1000", plots=True)
+    for row in rows:
+        # Var = d·σ⁴ is 1e-600 or 1e600: not a float64. It is reported as null with a note;
+        # everything dimensionless stays exact.
+        assert row["variance"] is None and "beyond float64" in row["note"]
+        assert abs(row["z"]) < 4 and math.isfinite(row["kurtosis"])
+        assert row["ratio"] == pytest.approx(1.0, abs=4 * math.sqrt(2 / 1000) * 1.5)
+        assert row["mean"] is not None and math.isfinite(row["mean"])
+    assert all(c["passed"] for c in checks)
+
+
+def test_spread_far_below_the_mean_keeps_its_digits(sdpa):
+    # q_i = 1 + 1e-150·x: forming q·k directly would round the spread away entirely.
+    # Var(q·k) = d(σ⁴ + 2μ²σ²) = 3(1e-600 + 2e-300) = 6e-300.
+    rows, checks = _rows(sdpa, "variance", "--mean", "1", "--std", "1e-150", "--dims", "3",
+                         "--pairs", "20000", "--scalings", "none")
+    row = rows[0]
+    assert row["theory_variance"] == pytest.approx(6e-300, rel=1e-12)
+    assert abs(row["variance"] - 6e-300) <= 4 * row["se"]
+    assert row["mean"] == pytest.approx(3.0, rel=1e-12)
+    assert all(c["passed"] for c in checks)
+
+
+def test_a_million_dimensions(sdpa):
+    rows, checks = _rows(sdpa, "variance", "--dims", "1000000", "--pairs", "20")
+    assert rows[0]["theory_variance"] == 1e6 and abs(rows[0]["z"]) < 4
+    assert all(c["passed"] for c in checks)
+
+
+def test_a_hundred_million_pairs_with_the_exact_method(sdpa):
+    rows, checks = _rows(sdpa, "variance", "--dims", "1024", "--pairs", "100000000",
+                         "--method", "exact", "--scalings", "sqrt")
+    row = rows[0]
+    assert row["pairs"] == 100_000_000
+    assert abs(row["variance"] - 1.0) <= 4 * row["se"]  # se ≈ √(2/1e8): four digits
+    assert row["p025"] == pytest.approx(-1.96, abs=0.01)  # from the histogram, past the cap
+    assert all(c["passed"] for c in checks)
+
+
+def test_constant_dot_product(sdpa):
+    # ±1 components with ρ = 1: k = q, so q·k = d exactly, every time.
+    rows, checks = _rows(sdpa, "variance", "--distribution", "rademacher", "--correlation", "1",
+                         "--dims", "5", plots=True)
+    assert rows[0]["variance"] == 0.0 and rows[0]["theory_variance"] == 0.0
+    assert rows[0]["mean"] == 5.0 and rows[0]["min"] == rows[0]["max"] == 5.0
+    assert all(c["passed"] for c in checks)
+
+
+@pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
+def test_masked_scores_and_a_scale_of_1e300(sdpa, study):
+    rows, _ = _rows(sdpa, study, "--scores", "1", "0.5", "-inf", "0", "--scales", "1", "1e300",
+                    plots=True)
+    at_one, huge = rows
+    assert huge["max_prob"] == 1.0
+    if study == "softmax-sweep":
+        assert at_one["probs"][2] == 0.0  # masked: exactly zero, not 1e-300
+        assert huge["probs"] == [1.0, 0.0, 0.0, 0.0] and huge["entropy"] == 0.0
+        # three live keys: softmax(1, 0.5, 0)
+        e = [math.exp(1), math.exp(0.5), 1.0]
+        assert at_one["probs"][0] == pytest.approx(e[0] / sum(e), rel=1e-12)
+    else:
+        assert huge["frobenius"] == 0.0 and huge["max_abs_jacobian"] == 0.0
+
+
+def test_score_spreads_from_1e_minus_300_to_1e300(sdpa):
+    rows, _ = _rows(sdpa, "jacobian", "--score-stds", "1e-300", "1e300", "--keys", "16",
+                    "--trials", "200")
+    flat, frozen = rows
+    assert flat["mean_entropy"] == pytest.approx(math.log(16), rel=1e-12)
+    assert flat["mean_max_prob"] == pytest.approx(1 / 16, rel=1e-12)
+    assert flat["mean_frobenius"] == pytest.approx(math.sqrt(15) / 16, rel=1e-9)
+    assert frozen["mean_entropy"] == 0.0 and frozen["mean_max_prob"] == 1.0
+    assert frozen["mean_frobenius"] == 0.0
+
+
+@pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
+def test_random_vectors_with_huge_components(sdpa, study):
+    rows, _ = _rows(sdpa, study, "--dims", "64", "--keys", "8", "--std", "1e150", "--trials",
+                    "50", "--scalings", "none", "sqrt", "cosine", plots=True)
+    by_rule = {r["scaling"]: r for r in rows}
+    assert by_rule["none"]["mean_max_prob"] == 1.0  # scores ~1e301: frozen one-hot
+    assert 1 / 8 < by_rule["cosine"]["mean_max_prob"] < 1  # cosine ignores the size
