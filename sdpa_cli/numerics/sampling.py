@@ -200,8 +200,8 @@ def exact_block(rng: np.random.Generator, law: PairLaw, rows: int, d: int,
     and B = Z'² + C' (C, C' ~ χ²_{d−1}) and using ½(1+ρ)λ = d·m² gives the centred value
     ½(1+ρ)(2√λ·Z + Z² + C) − ½(1−ρ)B exactly, without the huge constant.
     Sphere: u·v is distributed as 2·Beta((d−1)/2, (d−1)/2) − 1 (±1 with equal odds if d = 1).
-    Normals come in (Z, Z') rows from `rng` and (C, C') rows from `side`, so N draws are a
-    prefix of any longer run.
+    Normals come in (Z, Z') rows from `rng` and (C, C') rows from `side` (for m = 0, (A, B)
+    rows from `rng`), so N draws are a prefix of any longer run.
     """
     if law.kind == "sphere":
         if d == 1:
@@ -211,6 +211,9 @@ def exact_block(rng: np.random.Generator, law: PairLaw, rows: int, d: int,
     if law.kind != "normal":
         raise ValueError("the exact method needs normal or sphere components")
     m, rho = law.m, law.rho
+    if m == 0.0:  # nothing to centre: A and B are plain χ²_d, one (A, B) row per pair
+        ab = rng.chisquare(d, (rows, 2))
+        return 0.5 * (1.0 + rho) * ab[:, 0] - 0.5 * (1.0 - rho) * ab[:, 1]
     z = rng.standard_normal((rows, 2))
     c = (side or rng).chisquare(d - 1, (rows, 2)) if d > 1 else np.zeros((rows, 2))
     b = z[:, 1] * z[:, 1] + c[:, 1]
