@@ -50,13 +50,16 @@ def engine(d: int, pairs: int, workers: int = 1, method: str = "direct"):
 
 def peak_rss_mb(args: list[str]) -> tuple[float, float]:
     """Peak resident memory (MB) and wall time of `sdpa ARGS` in a fresh process."""
+    # VmHWM: the high-water mark of the process's own memory (ru_maxrss survives fork and
+    # exec on Linux, so it can report the parent's size instead).
     code = textwrap.dedent(f"""
-        import resource, subprocess, sys, time
+        import time
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "sdpa_cli", *{args!r}], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        from sdpa_cli.cli import run
+        assert run({args!r}) == 0
         dt = time.perf_counter() - t
-        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, dt)
+        hwm = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
+        print(int(hwm) / 1024, dt)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=os.environ.get("TMPDIR", "/tmp")).stdout.split()

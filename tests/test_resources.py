@@ -43,12 +43,14 @@ def test_no_plots_never_imports_matplotlib(tmp_path, plots):
 
 
 def _peak_mb(args: list[str], cwd) -> float:
+    # VmHWM is the high-water mark of this process's own memory. (ru_maxrss would not do:
+    # Linux carries it over fork and exec, so a child of a large pytest reports pytest's.)
     got = _child(f"""
-        import json, resource
+        import json
         from sdpa_cli.cli import run
         code = run({args!r})
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(json.dumps({{"code": code, "peak": peak}}))
+        status = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
+        print(json.dumps({{"code": code, "peak": int(status) / 1024}}))
     """, cwd)
     assert got["code"] == 0
     return got["peak"]
