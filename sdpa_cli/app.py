@@ -126,8 +126,7 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
         done.append((result, folder))
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        report.write_stdout(text)
     if not settings.quiet:
         report_examples.show_batch(done, check=settings.check)
     failed = any(not r.passed for r, _ in done)

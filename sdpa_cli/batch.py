@@ -134,7 +134,7 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
                 break
     batch_report.write(outcomes, settings.root, embed=settings.plots)
     if settings.fmt == "json":
-        sys.stdout.write(batch_report.summary_json(outcomes, settings.root))
+        report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
         batch_report.show_summary(outcomes, settings.root, check=settings.check)
     if any(o.status == "error" for o in outcomes):

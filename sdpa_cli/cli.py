@@ -311,7 +311,7 @@ def _click_line(e: click.ClickException) -> str:
 
 
 def run(args: list[str]) -> int:
-    """Run sdpa with these arguments and return the exit code; never raises."""
+    """Run sdpa with these arguments and return the exit code (errors become one line)."""
     try:
         result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -342,11 +342,16 @@ def run(args: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # sdpa runs its own worker threads (--workers); BLAS threads inside each would only
+    # oversubscribe the cores, and one BLAS thread also fixes how matmul sums. Set before
+    # NumPy loads (the CLI imports it lazily); a user's own setting wins.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
     code = run(sys.argv[1:] if argv is None else list(argv))
     try:
         sys.stdout.flush()
-    except BrokenPipeError:  # `sdpa … --format json | head`: the reader left; not an error
+    except BrokenPipeError:  # the reader left (see report.write_stdout); not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(code)

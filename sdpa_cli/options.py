@@ -93,7 +93,8 @@ def default_workers() -> int:
 
 
 def common_options(f: Callable) -> Callable:
-    """Flags every study command shares (they change presentation, never a number)."""
+    """Flags every study command shares: where and how results are shown, the threads used
+    (never a number of the results), and the seed."""
     decorators = [
         click.option("--out", "out", type=click.Path(file_okay=False), default=None,
                      metavar="DIR", help="Run folder to write (default: outputs/<name>)."),

@@ -174,8 +174,18 @@ CORPUS = [
         "n may be at most 4096", {}, "--keys: keys[0]:"),
     Bad("flag-threshold", ["softmax-sweep", "--scores", "1", "2", "--threshold", "1.5"],
         "must be < 1, got 1.5", {}, "--threshold: threshold:"),
-    Bad("out-escapes-to-parent", ["variance", "--out", ".."], "not an sdpa run folder", {},
+    Bad("out-escapes-to-parent", ["variance", "--out", ".."], "is the current folder or holds "
+        "it", {}, "--out:"),
+    Bad("out-is-here", ["variance", "--out", "."], "is the current folder or holds it", {},
         "--out:"),
+    Bad("out-not-a-run-folder", ["variance", "--out", "mine"], "not an sdpa run folder",
+        {"mine/notes.txt": "mine"}, "--out:"),
+    Bad("mean-beyond-float64", ["variance", "--mean", "1e200"], "|mean| may be at most 1e+150 "
+        "× std", {}, "--mean: mean:"),
+    Bad("std-beyond-float64", ["softmax-sweep", "--dims", "16", "--std", "1e200"],
+        "must be ≤ 1e+150", {}, "--std: std:"),
+    Bad("scores-lose-their-spread", ["softmax-sweep", "--dims", "16", "--mean", "1e100"],
+        "|mean| may be at most 1e+06 × std", {}, "--mean: mean:"),
     Bad("out-through-a-file", ["variance", "--out", "afile/run"], "afile is a file, not a "
         "folder", {"afile": "x"}, "--out:"),
     Bad("unknown-example", ["worked-example", "money-bank"], "no example named 'money-bank' "

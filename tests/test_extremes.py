@@ -98,3 +98,44 @@ def test_random_vectors_with_huge_components(sdpa, study):
     by_rule = {r["scaling"]: r for r in rows}
     assert by_rule["none"]["mean_max_prob"] == 1.0  # scores ~1e301: frozen one-hot
     assert 1 / 8 < by_rule["cosine"]["mean_max_prob"] < 1  # cosine ignores the size
+
+
+# --- found in review, kept fixed -----------------------------------------------------------
+
+
+def test_limit_of_largest_weight_does_not_overflow(sdpa):
+    # cosine/0.001 with correlated keys: the own-key gap is ~800, e^800 overflows a float.
+    rows, _ = _rows(sdpa, "softmax-sweep", "--dims", "16", "--correlation", "0.8",
+                    "--scalings", "cosine:0.001", "--trials", "50")
+    assert rows[0]["limit_max_prob"] == 1.0
+
+
+def test_cosine_under_a_huge_mean_is_one_not_zero(sdpa):
+    # |q|²·|k|² overflows at mean/std = 1e80 while each norm does not.
+    rows, _ = _rows(sdpa, "variance", "--mean", "1", "--std", "1e-80", "--dims", "4",
+                    "--scalings", "cosine")
+    assert rows[0]["mean"] == pytest.approx(1.0)
+
+
+def test_explicit_scores_need_no_seed_and_repeat_exactly(sdpa):
+    a = sdpa("softmax-sweep", "--scores", "1", "0", "--scales", "1", "2", "--format", "json",
+             "-q", "--no-plots").out
+    b = sdpa("softmax-sweep", "--scores", "1", "0", "--scales", "1", "2", "--format", "json",
+             "-q", "--no-plots").out
+    assert a == b and '"seed": null' in a
+
+
+def test_variance_factor_is_the_rules_own(sdpa):
+    rows, _ = _rows(sdpa, "variance", "--std", "2", "--dims", "4", "--pairs", "50")
+    assert [r["factor"] for r in rows] == [1.0, 0.5]  # none, sqrt: 1/√4, without σ²
+
+
+@pytest.mark.parametrize("args", [
+    ["jacobian", "--score-stds", "1e-300", "1e-5", "1e300", "--keys", "2", "4", "--trials",
+     "100"],
+    ["jacobian", "--scores", "1e300", "-1e300", "0", "--scales", "1", "1e300"],
+])
+def test_figures_of_degenerate_data_are_drawn_quietly(sdpa, workdir, args):
+    r = sdpa(*args, "-q", "--seed", "1")
+    assert r.code == 0 and r.err == ""
+    assert list((workdir / "outputs" / "jacobian").glob("*.png"))

@@ -175,3 +175,14 @@ def test_read_only_folder_fails_before_computing(tmp_path, mounts):
     assert code == 1
     assert time.monotonic() - start < 10  # refused before the minutes of drawing
     assert err.strip() == f"cannot write in {ro}: Read-only file system"
+
+
+def test_a_reader_leaving_early_is_not_an_error(tmp_path):
+    # `sdpa … --format json | head -c 10`: the pipe breaks, sdpa still ends with 0, silently.
+    done = subprocess.run(
+        f"{sys.executable} -m sdpa_cli variance --dims 3 100 --pairs 200000 --format json -q "
+        "--no-plots | head -c 10; exit ${PIPESTATUS[0]}",
+        shell=True, executable="/bin/bash", cwd=tmp_path, capture_output=True, text=True,
+        check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{\n  "study"'[:10] and done.stderr == ""

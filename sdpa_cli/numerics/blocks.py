@@ -23,7 +23,8 @@ def fold_blocks(
     Blocks run concurrently (NumPy's generators and reductions release the GIL), but each
     result is folded only after every earlier one, so the floating-point rounding, and hence
     every digit of the answer, does not depend on the number of threads. At most
-    2 × workers blocks are in flight, which bounds memory for any number of blocks.
+    2 × workers blocks are in flight, so the blocks' own memory is bounded for any number of
+    them (what `fold` keeps is up to the caller: keep summaries, not values).
     """
     acc = initial
     if workers <= 1 or n_blocks <= 1:

@@ -96,8 +96,8 @@ class _Stream:
 
 
 def _needs_side(law: PairLaw, method: str) -> bool:
-    if method == "exact":
-        return law.kind == "normal"
+    if method == "exact":  # the centred sampler's (C, C') rows; m = 0 needs none
+        return law.kind == "normal" and law.m != 0.0
     return law.rho != 0.0 and law.kind != "normal"
 
 

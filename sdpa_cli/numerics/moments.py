@@ -37,8 +37,8 @@ class Moments:
             n=n,
             mean=mean,
             m2=float(sq.sum()),
-            m3=float(np.einsum("i,i->", sq, dev)),  # einsum, not BLAS: BLAS threads
-            m4=float(np.einsum("i,i->", sq, sq)),  # would fight the block threads
+            m3=float(np.einsum("i,i->", sq, dev)),  # einsum, not BLAS: no BLAS threads
+            m4=float(np.einsum("i,i->", sq, sq)),  # beside the block threads
             min=float(x.min()),
             max=float(x.max()),
         )

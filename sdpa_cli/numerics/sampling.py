@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Elements per buffer in one draw (2 MiB of float64). Measured with tests/bench.py: 2^16
+# Elements per query (or key) buffer in one draw: 2 MiB of float64 (the q|k buffer is twice
+# that). Measured with tests/bench.py: 2^16
 # left the engine 1.10× the bare fill rate and 1.74× faster on two threads (per-block work
 # that holds the GIL); 2^18 gives 1.04× and 1.93×. Changing it changes which numbers a seed
 # gives, so it is part of the output format.
@@ -22,10 +23,6 @@ class PairLaw:
     kind: str  # normal | uniform | rademacher | sphere
     m: float = 0.0
     rho: float = 0.0
-
-    @property
-    def isotropic(self) -> bool:
-        return self.kind == "sphere" or (self.kind == "normal" and self.m == 0 and self.rho == 0)
 
 
 @dataclass(frozen=True)
@@ -57,11 +54,12 @@ class _Workspace(threading.local):
     einsum round the same way and results are bit-identical across runs and threads."""
 
     def __init__(self) -> None:
-        self.qk = _aligned(2 * CHUNK)  # row r holds q_r then k_r
-        self.mask = _aligned(CHUNK)
+        self.qk = aligned(2 * CHUNK)  # row r holds q_r then k_r
+        self.mask = aligned(CHUNK)
 
 
-def _aligned(n: int) -> np.ndarray:
+def aligned(n: int) -> np.ndarray:
+    """A float64 buffer starting on a 64-byte boundary (the same alignment every run)."""
     raw = np.empty(n + 8)
     offset = (-raw.ctypes.data % 64) // 8
     return raw[offset : offset + n]
@@ -179,7 +177,7 @@ def direct_block(
     if m:  # |m + x|² = |x|² + 2mΣx + d·m²
         nq += 2.0 * m * sq + d * m * m
         nk += 2.0 * m * sk + d * m * m
-    denom = np.sqrt(nq * nk)
+    denom = np.sqrt(nq) * np.sqrt(nk)  # √(nq·nk) would overflow where each norm does not
     # A zero vector (possible for shifted Rademacher components) has no direction.
     defined = denom > 0
     full = dot + d * m * m if m else dot

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sdpa_cli.numerics.sampling import CHUNK, PairLaw, fill_pairs
-from sdpa_cli.numerics.softmax import jacobian_norms, log_softmax
+from sdpa_cli.numerics.sampling import CHUNK, PairLaw, aligned, fill_pairs
+from sdpa_cli.numerics.softmax import entropy_of, jacobian_norms, log_softmax
 
 # Score entries handled at once when turning score rows into statistics: bounds the
 # temporaries of softmax and the Jacobian norms (about ten arrays of this size) to ~20 MB.
@@ -21,12 +21,6 @@ SCORE_CHUNK = 1 << 18
 
 
 # --- statistics of score rows -------------------------------------------------------------
-
-
-def entropy_of(logp: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Entropy (nats) from log-weights and weights, with 0·log 0 = 0 (masked or underflowed)."""
-    terms = np.where(p > 0, p * np.where(np.isfinite(logp), logp, 0.0), 0.0)
-    return np.maximum(-terms.sum(axis=-1), 0.0)
 
 
 def row_stats(
@@ -222,15 +216,9 @@ class _Buffers(threading.local):
     so the einsum row norms round identically whatever thread computes them."""
 
     def __init__(self) -> None:
-        self.q = _aligned(CHUNK)
-        self.k = _aligned(CHUNK)
-        self.mask = _aligned(CHUNK)
-
-
-def _aligned(size: int) -> np.ndarray:
-    raw = np.empty(size + 8)
-    offset = (-raw.ctypes.data % 64) // 8
-    return raw[offset : offset + size]
+        self.q = aligned(CHUNK)
+        self.k = aligned(CHUNK)
+        self.mask = aligned(CHUNK)
 
 
 _BUF = _Buffers()
@@ -281,7 +269,7 @@ def sequence_scores(
                 nk += np.einsum("tid,tid->ti", k, k)
     if not norms:
         return s, None, first
-    denom = np.sqrt(nq[:, :, None] * nk[:, None, :])
+    denom = np.sqrt(nq)[:, :, None] * np.sqrt(nk)[:, None, :]  # no overflowing product
     cos = np.divide(s, denom, out=np.zeros_like(s), where=denom > 0)
     if law.kind == "sphere":
         if first is not None:

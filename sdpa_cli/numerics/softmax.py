@@ -47,6 +47,11 @@ def entropy(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
     logp = log_softmax(z, scale)
     with np.errstate(under="ignore"):
         p = np.exp(logp)
+    return entropy_of(logp, p)
+
+
+def entropy_of(logp: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Entropy (nats) from log-weights and weights, with 0·log 0 = 0 (masked or underflowed)."""
     terms = np.where(p > 0, p * np.where(np.isfinite(logp), logp, 0.0), 0.0)
     return np.maximum(-terms.sum(axis=-1), 0.0)
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-LAWS = ("normal", "uniform", "rademacher", "sphere")
-
 
 def component_moment(kind: str, j: int) -> float:
     """E[X^j] for a standardized component X (mean 0, variance 1) of the given law."""

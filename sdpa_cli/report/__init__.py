@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -12,8 +13,6 @@ from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.studies.result import Result
-
-FORMATS = ("table", "json", "csv", "markdown")
 
 
 @dataclass(frozen=True)
@@ -105,12 +104,23 @@ def document(result: Result, fmt: str, settings: Settings | None = None) -> str 
     return None
 
 
+def write_stdout(text: str) -> None:
+    """Put a document on stdout. A reader that left early (`sdpa … | head`) is not an error:
+    the rest is discarded quietly and the exit code stays what the run earned."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def emit(result: Result, settings: Settings, folder: Path | None) -> None:
     """stdout carries exactly the requested document; people read stderr."""
     text = document(result, settings.fmt, settings)
     if text is not None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        write_stdout(text)
     if not settings.quiet:
         from sdpa_cli.report import terminal
 

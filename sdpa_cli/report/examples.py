@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +56,9 @@ def listing_document(entries: Sequence[Listed], fmt: str) -> str:
 
 
 def show_listing(entries: Sequence[Listed], fmt: str) -> None:
-    sys.stdout.write(listing_document(entries, fmt))
-    sys.stdout.flush()
+    from sdpa_cli.report import write_stdout
+
+    write_stdout(listing_document(entries, fmt))
 
 
 def batch_document(results: Sequence[Result], fmt: str) -> str | None:

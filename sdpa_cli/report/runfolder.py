@@ -96,6 +96,11 @@ def clean_stale(target: Path) -> None:
 
 def check_replaceable(target: Path, what: str) -> None:
     """Refuse to replace a folder that sdpa did not make (exit 2, nothing written)."""
+    here = Path.cwd().resolve()
+    resolved = target.resolve()
+    if resolved == here or resolved in here.parents:
+        raise InputError(Problem(f"{target} is the current folder or holds it; a run folder "
+                                 "is replaced whole, so name a folder inside it", flag=what))
     for parent in target.parents:
         if parent.exists() and not parent.is_dir():
             raise InputError(Problem(f"{parent} is a file, not a folder", flag=what))

@@ -19,7 +19,9 @@ def console(file=None) -> Console:
     """A stderr console; wide and plain when stderr is not a terminal (CI logs)."""
     stream = file or sys.stderr
     is_tty = hasattr(stream, "isatty") and stream.isatty()
-    width = None if is_tty else int(os.environ.get("COLUMNS", "140"))
+    columns = os.environ.get("COLUMNS", "")
+    width = None if is_tty else (int(columns) if columns.isdigit() and int(columns) > 20
+                                 else 140)
     return Console(file=stream, width=width, highlight=False, soft_wrap=False,
                    force_terminal=None if is_tty else False)
 

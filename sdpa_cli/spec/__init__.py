@@ -83,7 +83,7 @@ def load(
     if "name" not in data:
         data["name"] = _safe_name(path.stem if path is not None else (default_name or study))
     cls = model_for(study)
-    if data.get("seed") is None and cls.draws_random:
+    if data.get("seed") is None and cls.needs_seed(data):
         data["seed"] = fresh_entropy()
     try:
         return cls.model_validate(data)
@@ -130,8 +130,6 @@ def _problem(origin: Origin, loc: tuple[str | int, ...], message: str, *,
         return Problem(message, flag=origin.flags[top], field=name)
     if origin.doc is not None:
         line, col = origin.doc.where(loc, key=key)
-        if line is None and loc and not key:  # the key is absent from the file
-            line, col = None, None
         return Problem(message, file=origin.file, line=line, col=col, field=name)
     return Problem(message, file=origin.file, field=name)
 

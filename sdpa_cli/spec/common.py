@@ -21,8 +21,6 @@ from sdpa_cli.numerics.scaling import Scaling
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a folder name that cannot climb out
 
-LAWS = ("normal", "uniform", "rademacher", "sphere")
-
 # Work guard: more random draws than this would run for hours; refuse up front (exit 2).
 MAX_DRAWS = 10**12
 
@@ -187,6 +185,11 @@ class SpecBase(Model):
     # False for a study that draws nothing at random: no seed is drawn for it, so its
     # resolved spec (and results.json) is the same from run to run.
     draws_random: ClassVar[bool] = True
+
+    @classmethod
+    def needs_seed(cls, data: dict[str, Any]) -> bool:
+        """Does a run of this (not yet validated) spec draw random numbers?"""
+        return cls.draws_random
 
     study: str
     name: str | None = Field(None, pattern=NAME_PATTERN)  # output folder; default: file stem

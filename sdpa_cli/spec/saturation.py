@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -65,6 +65,15 @@ class SaturationFields(VectorLawFields):
     `d_model` + `heads` (random queries and keys under each scaling rule), or `score_stds`
     (random N(0, s²) scores).
     """
+
+    # Scores are formed as QKᵀ directly: with |mean| beyond 1e6·std the spread of the scores
+    # (about mean·std·√d) would sink below float64's resolution of their size (d·mean²).
+    MAX_MEAN_RATIO: ClassVar[float] = 1e6
+
+    @classmethod
+    def needs_seed(cls, data: dict[str, Any]) -> bool:
+        # Explicit scores are exact: no seed, so the results are the same run to run.
+        return data.get("scores") is None
 
     # source 1: explicit scores
     scores: list[Score] | None = Field(None, min_length=1, max_length=MAX_SCORES)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -25,14 +25,22 @@ class VectorLawFields(SpecBase):
 
     distribution: Literal["normal", "uniform", "rademacher", "sphere"] = "normal"
     mean: Float = 0.0  # mean of every component
-    std: Float = Field(1.0, gt=0)  # standard deviation of every component
+    std: Float = Field(1.0, gt=0, le=1e150)  # standard deviation of every component
     correlation: Float = Field(0.0, ge=-1.0, le=1.0)  # corr(q_i, k_i)
     d_model: PosInt | None = None  # with heads: d_k = d_model / heads
     heads: PosInt | None = None
     method: Literal["direct", "exact"] = "direct"  # exact: q·k from its law, O(1) per pair
 
+    # Largest |mean/std| the study computes exactly (it centres q·k, so only the ratio's own
+    # float64 range limits it); studies that form QKᵀ directly lower it.
+    MAX_MEAN_RATIO: ClassVar[float] = 1e150
+
     @model_validator(mode="after")
     def _law_rules(self) -> VectorLawFields:
+        if abs(self.mean) > self.MAX_MEAN_RATIO * self.std:
+            raise SpecFieldError(
+                ("mean",), f"|mean| may be at most {self.MAX_MEAN_RATIO:.0e} × std here; beyond "
+                "that the spread is below float64's resolution of the mean")
         if self.distribution == "sphere":
             for name, default in (("mean", 0.0), ("std", 1.0), ("correlation", 0.0)):
                 if getattr(self, name) != default:

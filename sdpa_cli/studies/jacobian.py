@@ -11,10 +11,10 @@ from sdpa_cli.numerics import saturation as sat
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.saturation import JacobianSpec
-from sdpa_cli.studies import saturation as common
+from sdpa_cli.studies import saturation as shared
 from sdpa_cli.studies.audit import audit_check, run_audit
+from sdpa_cli.studies.common import finite, law_of
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
-from sdpa_cli.studies.softmax_sweep import cell_checks, gaussian_row, vector_row
 
 EXPLICIT_COLUMNS = (
     Column("scale", "scale"),
@@ -76,11 +76,11 @@ SMALL_MATRIX = 12  # J itself is drawn (and kept in the figure data) up to this 
 
 
 def plan_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
-    return common.plan_keys(spec)
+    return shared.plan_keys(spec)
 
 
 def documented_problem(spec: JacobianSpec, entry: Documented) -> str | None:
-    return common.documented_problem(spec, entry, FIELDS.__getitem__)
+    return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
 
 def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
@@ -109,7 +109,7 @@ def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, rows, peaks))
         notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
-    audit = run_audit(spec.documented, common.lookup(rows), spec.se_tolerance, spec.document)
+    audit = run_audit(spec.documented, shared.lookup(rows), spec.se_tolerance, spec.document)
     check = audit_check(audit)
     if check:
         checks.append(check)
@@ -123,7 +123,7 @@ def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
         table=Table("jacobian", title, columns, tuple(rows)),
         checks=tuple(checks),
         audit=audit,
-        theory=common.theory_lines(spec, jacobian=True),
+        theory=shared.theory_lines(spec, jacobian=True),
         notes=tuple(notes),
         figures=tuple(figures),
         tables=tuple(tables),
@@ -136,14 +136,14 @@ def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
 def _explicit_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
-    for m in common.multipliers(spec):
-        c = common.clamp(m.scale)
+    for m in shared.multipliers(spec):
+        c = shared.clamp(m.scale)
         p = softmax(z, c)
         norms = jacobian_norms(p)
         rows.append({
-            **common.explicit_key(spec, m),
-            "temperature": common.finite(1.0 / m.scale),
-            "scores": [common.finite(c * v) for v in z],
+            **shared.explicit_key(spec, m),
+            "temperature": finite(1.0 / m.scale),
+            "scores": [finite(float(c) * float(v)) for v in z],  # Python floats: inf, not a warning
             "probs": p.tolist(),
             "max_prob": float(p.max()),
             "max_abs_jacobian": float(norms["max_abs"]),
@@ -176,30 +176,31 @@ def _vs_scale_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 
 
 def _vector_run(spec: JacobianSpec, workers: int):
-    law, unit = common.law_of(spec)
+    law, unit = law_of(spec)
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dim_list):
-        variants = common.variants_for(spec, d, unit)
+        variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(spec.key_list):
-            cell = common.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
+            cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
                                       jacobian=True, workers=workers, keep_first=False)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-                row = vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS)
+                row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
+                                         sweep=False)
                 row.update(_median(measured))
                 row["frobenius_uniform"] = sat.uniform_frobenius(n)
                 cell_rows.append(row)
             rows.extend(cell_rows)
-            checks.extend(cell_checks(spec, d, n, cell_rows, spec.se_tolerance))
+            checks.extend(shared.cell_checks(spec, d, n, cell_rows, spec.se_tolerance))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 
 
-def _median(measured: common.Measured) -> dict[str, Any]:
+def _median(measured: shared.Measured) -> dict[str, Any]:
     assert measured.median_frobenius is not None
     med, se = measured.median_frobenius
-    return {"median_frobenius": common.finite(med), "median_frobenius_se": common.finite(se)}
+    return {"median_frobenius": finite(med), "median_frobenius_se": finite(se)}
 
 
 def _vs_dim_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
@@ -230,16 +231,16 @@ def _gaussian_run(spec: JacobianSpec, workers: int):
     peaks: list[dict[str, Any]] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
-        cell = common.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
+        cell = shared.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
                                     workers=workers)
         cell_rows = []
         for s, measured in zip(stds, cell.measured, strict=True):
-            row = gaussian_row(spec, n, s, cell, measured, STATS)
+            row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=False)
             row.update(_median(measured))
             row["frobenius_uniform"] = sat.uniform_frobenius(n)
             cell_rows.append(row)
         rows.extend(cell_rows)
-        checks.append(common.gaussian_check(n, stds, cell, spec.se_tolerance))
+        checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
         peaks.append(_peak(n, cell_rows))
     return rows, checks, peaks
 

@@ -12,12 +12,15 @@ import numpy as np
 from sdpa_cli.numerics import saturation as sat
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.moments import Moments
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.saturation import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
+from sdpa_cli.studies.common import canonical, finite
+from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.result import Check
 
 # Scales are clamped into this range before softmax: beyond it the weights are already
@@ -26,14 +29,6 @@ SCALE_RANGE = (1e-300, 1e300)
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64
-
-
-def finite(x: Any) -> float | None:
-    """A finite float, or None (JSON null) for NaN, ±inf and missing values."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 # --- source 1: explicit scores ---------------------------------------------------------------
@@ -91,29 +86,32 @@ class Cell:
 
     trials: int
     measured: tuple[Measured, ...]
-    probes: Mapping[str, np.ndarray] = field(default_factory=dict)  # per-trial raw scores
+    probes: Mapping[str, Moments] = field(default_factory=dict)  # raw scores at fixed spots
     first: Mapping[str, np.ndarray] | None = None  # the first trial, for the picture
 
 
 class _Fold:
-    """Receives block results strictly in block order (fold_blocks guarantees it)."""
+    """Receives block results strictly in block order (fold_blocks guarantees it) and keeps
+    only running moments per statistic and probe: memory does not grow with trials."""
 
     def __init__(self, variants: int, trials: int, medians: bool) -> None:
-        self.parts: list[dict[str, list[np.ndarray]]] = [{} for _ in range(variants)]
+        self.parts: list[dict[str, Moments]] = [{} for _ in range(variants)]
         self.medians = [sat.BatchMedians(trials, BATCHES) for _ in range(variants)] \
             if medians else None
-        self.probes: dict[str, list[np.ndarray]] = {}
+        self.probes: dict[str, Moments] = {}
         self.first: dict[str, np.ndarray] | None = None
 
     def __call__(self, acc: _Fold, part: tuple) -> _Fold:
         per_variant, probes, first = part
         for i, (per_trial, frob_rows) in enumerate(per_variant):
             for name, values in per_trial.items():
-                self.parts[i].setdefault(name, []).append(values)
+                block = Moments.of(np.asarray(values, dtype=float))
+                self.parts[i][name] = self.parts[i].get(name, Moments()).merge(block)
             if self.medians is not None:
                 self.medians[i].add(frob_rows)
         for name, values in probes.items():
-            self.probes.setdefault(name, []).append(values)
+            block = Moments.of(np.asarray(values, dtype=float))
+            self.probes[name] = self.probes.get(name, Moments()).merge(block)
         if first is not None:
             self.first = first
         return self
@@ -121,11 +119,15 @@ class _Fold:
     def cell(self, trials: int) -> Cell:
         measured = []
         for i, parts in enumerate(self.parts):
-            stats = {name: sat.mean_se(np.concatenate(v)) for name, v in parts.items()}
+            stats = {name: _mean_se(m) for name, m in parts.items()}
             med = self.medians[i].result() if self.medians is not None else None
             measured.append(Measured(stats, med))
-        probes = {k: np.concatenate(v) for k, v in self.probes.items()}
-        return Cell(trials, tuple(measured), probes, self.first)
+        return Cell(trials, tuple(measured), dict(self.probes), self.first)
+
+
+def _mean_se(m: Moments) -> tuple[float, float]:
+    """Mean and its standard error sd/√N over independent trials."""
+    return m.mean, (math.sqrt(m.variance / m.n) if m.n > 1 else math.nan)
 
 
 def gaussian_cell(
@@ -198,13 +200,6 @@ def vector_cell(
     return fold_blocks(blocks, work, fold, fold, workers).cell(trials)
 
 
-def law_of(spec: SaturationFields) -> tuple[PairLaw, float]:
-    """The standardized pair law and σ², which maps its q·k to physical units."""
-    if spec.distribution == "sphere":
-        return PairLaw("sphere"), 1.0
-    return PairLaw(spec.distribution, spec.mean / spec.std, spec.correlation), spec.std**2
-
-
 def variants_for(spec: SaturationFields, d: int, unit: float) -> list[Variant]:
     return [
         Variant(s.label, s.factor(d) if s.cosine else s.factor(d) * unit, s.cosine)
@@ -251,8 +246,8 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
     c = th.factor
     off = cell.probes["offdiag_cos" if scaling.cosine else "offdiag"]
     diag = cell.probes["diag_cos" if scaling.cosine else "diag"]
-    t = off.size
-    var = float(off.var(ddof=1)) if t > 1 else math.nan
+    t = off.n
+    var = off.variance
     out: dict[str, Any] = {
         "implied_score_std": finite(c * math.sqrt(th.pair.variance)) if th.pair else None,
         "implied_self_score_mean": None,
@@ -260,7 +255,7 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
         "theory_score_var": None,
         "score_var_se": None,
         "score_var_z": None,
-        "self_score_mean": finite(c * float(diag.mean())),
+        "self_score_mean": finite(c * diag.mean),
         "theory_self_score_mean": None,
         "self_score_mean_z": None,
     }
@@ -270,21 +265,15 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
         elif scaling.cosine:
             out["implied_self_score_mean"] = finite(c * cosine_self_limit(law))
     if th.pair is not None:
-        se = theory.variance_se(th.pair.variance, th.pair.mu4, t)
+        se = th.pair.variance_se(t)
         out["theory_score_var"] = finite(c * c * th.pair.variance)
         out["score_var_se"] = finite(c * c * se)
         out["score_var_z"] = finite(_z(var, th.pair.variance, se))
     if th.self_pair is not None:
         out["theory_self_score_mean"] = finite(c * th.self_pair.mean)
         se_mean = math.sqrt(th.self_pair.variance / t)
-        out["self_score_mean_z"] = finite(_z(float(diag.mean()), th.self_pair.mean, se_mean))
+        out["self_score_mean_z"] = finite(_z(diag.mean, th.self_pair.mean, se_mean))
     return out
-
-
-def _z(measured: float, expected: float, se: float) -> float:
-    if se > 0:
-        return (measured - expected) / se
-    return 0.0 if measured == expected else math.copysign(math.inf, measured - expected)
 
 
 def score_check(name: str, row: Mapping[str, Any], k: float) -> Check:
@@ -306,11 +295,11 @@ def score_check(name: str, row: Mapping[str, Any], k: float) -> Check:
 def gaussian_check(n: int, s_values: Sequence[float], cell: Cell, k: float) -> Check:
     """The standard normal draws behind every s of a cell have unit variance."""
     z = cell.probes["score"]
-    t = z.size
+    t = z.n
     mom = theory.DotMoments(0.0, 1.0, 3.0)  # N(0, 1): variance 1, fourth moment 3
-    se = theory.variance_se(mom.variance, mom.mu4, t)
-    zz = _z(float(z.var(ddof=1)), 1.0, se)
-    zm = _z(float(z.mean()), 0.0, math.sqrt(1.0 / t))
+    se = mom.variance_se(t)
+    zz = _z(z.variance, 1.0, se)
+    zm = _z(z.mean, 0.0, math.sqrt(1.0 / t))
     return Check(
         f"n={n} scores", abs(zz) <= k and abs(zm) <= k,
         f"first score of each row: variance z = {zz:+.2f}, mean z = {zm:+.2f} (pass: within "
@@ -335,7 +324,10 @@ def limit_max_prob(spec: SaturationFields, law: PairLaw, scaling: Scaling, n: in
         gap = law.rho / ((1.0 + law.m * law.m) * scaling.temperature)
     else:
         gap = spec.correlation * spec.std**2 / scaling.temperature
-    return math.exp(max(gap, 0.0)) / (math.exp(gap) + n - 1)
+    # e^max(g,0)/(e^g + n − 1), written so that neither exponential can overflow.
+    if gap >= 0:
+        return 1.0 / (1.0 + (n - 1) * math.exp(-gap))
+    return 1.0 / (math.exp(gap) + n - 1)
 
 
 def iid_small_s(spec: SaturationFields, scaling: Scaling) -> bool:
@@ -379,18 +371,6 @@ def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
         return [{"dim": d, "keys": n, "scaling": s.label}
                 for d in spec.dim_list for n in spec.key_list for s in spec.scalings]
     return [{"keys": n, "score_std": s} for n in spec.key_list for s in spec.score_stds or []]
-
-
-def canonical(entry: Documented) -> Documented:
-    """A copy whose `row: scaling:` uses the canonical label (e.g. 'temperature:8')."""
-    label = entry.row.get("scaling")
-    if isinstance(label, str):
-        try:
-            row = {**entry.row, "scaling": Scaling.parse(label).label}
-        except ValueError:
-            return entry
-        return entry.model_copy(update={"row": row})
-    return entry
 
 
 def documented_problem(spec: SaturationFields, entry: Documented,
@@ -463,3 +443,60 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
         lines.append(f"median ‖J‖_F: mean of the medians of {BATCHES} fixed batches of trials; "
                      f"se = sd(batch medians)/√{BATCHES} (batch means).")
     return tuple(lines)
+
+
+# --- rows and checks shared by softmax-sweep and jacobian --------------------------------
+
+
+def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: Cell, measured: Measured,
+               stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
+    """One source-2 row with the study's statistics; `sweep` adds the softmax-sweep fields
+    (threshold and the d → ∞ limit of the largest weight)."""
+    scores = score_fields(law, d, scaling, unit, cell, spec.correlation != 0)
+    row: dict[str, Any] = {
+        # the rule's own factor, 1/(T·d^p) (or 1/τ for cosine), as in the variance study
+        "dim": d, "keys": n, "scaling": scaling.label, "factor": finite(scaling.factor(d)),
+        "trials": cell.trials,
+        "implied_score_std": scores.pop("implied_score_std"),
+        "implied_self_score_mean": scores.pop("implied_self_score_mean"),
+    }
+    row.update(stat_fields(measured, stats))
+    if sweep:
+        row["threshold"] = spec.threshold
+        row["limit_max_prob"] = limit_max_prob(spec, law, scaling, n)
+    row.update(freezing_fields(n, row["implied_score_std"],
+                                      iid_small_s(spec, scaling)))
+    row.update(scores)
+    return row
+
+
+
+
+def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> list[Check]:
+    """One check of the score law per cell for the raw scores (every linear rule rescales
+    the same draws, so their z is the same number) and one for the cosines."""
+    out = []
+    seen = set()
+    for scaling, row in zip(spec.scalings, rows, strict=True):
+        kind = "cosine" if scaling.cosine else "raw"
+        if kind in seen:
+            continue
+        seen.add(kind)
+        what = "cos(q, k)" if scaling.cosine else "q·k"
+        out.append(score_check(f"d={d} n={n} {what}", row, k))
+    return out
+
+
+
+
+def gaussian_row(spec, n: int, s: float, cell: Cell, measured: Measured,
+                 stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
+    """One source-3 row with the study's statistics (`sweep`: also the threshold)."""
+    row: dict[str, Any] = {"keys": n, "score_std": s, "trials": cell.trials}
+    row.update(stat_fields(measured, stats))
+    if sweep:
+        row["threshold"] = spec.threshold
+    row.update(freezing_fields(n, s, True))
+    return row
+
+

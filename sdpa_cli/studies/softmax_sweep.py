@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import saturation as sat
-from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.saturation import SoftmaxSweepSpec
-from sdpa_cli.studies import saturation as common
+from sdpa_cli.studies import saturation as shared
 from sdpa_cli.studies.audit import audit_check, run_audit
+from sdpa_cli.studies.common import finite, law_of
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 EXPLICIT_COLUMNS = (
@@ -61,11 +61,11 @@ FIELDS = {
 
 
 def plan_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
-    return common.plan_keys(spec)
+    return shared.plan_keys(spec)
 
 
 def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
-    return common.documented_problem(spec, entry, FIELDS.__getitem__)
+    return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
 
 def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
@@ -86,7 +86,7 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
         rows, checks, figures = _gaussian_run(spec, workers)
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
-    audit = run_audit(spec.documented, common.lookup(rows), spec.se_tolerance, spec.document)
+    audit = run_audit(spec.documented, shared.lookup(rows), spec.se_tolerance, spec.document)
     check = audit_check(audit)
     if check:
         checks.append(check)
@@ -100,7 +100,7 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
         table=Table("softmax", title, columns, tuple(rows)),
         checks=tuple(checks),
         audit=audit,
-        theory=common.theory_lines(spec, jacobian=False),
+        theory=shared.theory_lines(spec, jacobian=False),
         notes=tuple(notes),
         figures=tuple(figures),
     )
@@ -112,14 +112,14 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
 def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
-    for m in common.multipliers(spec):
-        c = common.clamp(m.scale)
+    for m in shared.multipliers(spec):
+        c = shared.clamp(m.scale)
         p = softmax(z, c)
         h = float(entropy(z, c))
         rows.append({
-            **common.explicit_key(spec, m),
-            "temperature": common.finite(1.0 / m.scale),
-            "scores": [common.finite(c * v) for v in z],
+            **shared.explicit_key(spec, m),
+            "temperature": finite(1.0 / m.scale),
+            "scores": [finite(float(c) * float(v)) for v in z],  # Python floats: inf, not a warning
             "probs": p.tolist(),
             "max_prob": float(p.max()),
             "entropy": h,
@@ -156,24 +156,25 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
 
 
 def _vector_run(spec: SoftmaxSweepSpec, workers: int):
-    law, unit = common.law_of(spec)
+    law, unit = law_of(spec)
     k = spec.se_tolerance
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
-    want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= common.PICTURE_MAX_KEYS
+    want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= shared.PICTURE_MAX_KEYS
     for i, d in enumerate(dims):
-        variants = common.variants_for(spec, d, unit)
+        variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
-            cell = common.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
+            cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
                                       jacobian=False, workers=workers, keep_first=want_picture)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-                row = vector_row(spec, law, unit, d, n, scaling, cell, measured)
+                row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
+                                        sweep=True)
                 cell_rows.append(row)
             rows.extend(cell_rows)
-            checks.extend(cell_checks(spec, d, n, cell_rows, k))
+            checks.extend(shared.cell_checks(spec, d, n, cell_rows, k))
             if want_picture:
                 picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
@@ -196,43 +197,6 @@ def _vector_columns(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> tuple
     if any(r["limit_max_prob"] is not None for r in rows):
         extra.append(Column("limit_max_prob", "d→∞ max weight"))
     return (*VECTOR_COLUMNS[:5], *extra, *VECTOR_COLUMNS[5:])
-
-
-def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: common.Cell,
-               measured: common.Measured, stats: dict[str, str] | None = None
-               ) -> dict[str, Any]:
-    """One source-2 row; shared with the jacobian study, which passes its own statistics."""
-    scores = common.score_fields(law, d, scaling, unit, cell, spec.correlation != 0)
-    factor = scaling.factor(d) if scaling.cosine else scaling.factor(d) * unit
-    row: dict[str, Any] = {
-        "dim": d, "keys": n, "scaling": scaling.label, "factor": common.finite(factor),
-        "trials": cell.trials,
-        "implied_score_std": scores.pop("implied_score_std"),
-        "implied_self_score_mean": scores.pop("implied_self_score_mean"),
-    }
-    row.update(common.stat_fields(measured, stats or STATS))
-    if stats is None:
-        row["threshold"] = spec.threshold
-        row["limit_max_prob"] = common.limit_max_prob(spec, law, scaling, n)
-    row.update(common.freezing_fields(n, row["implied_score_std"],
-                                      common.iid_small_s(spec, scaling)))
-    row.update(scores)
-    return row
-
-
-def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> list[Check]:
-    """One check of the score law per cell for the raw scores (every linear rule rescales
-    the same draws, so their z is the same number) and one for the cosines."""
-    out = []
-    seen = set()
-    for scaling, row in zip(spec.scalings, rows, strict=True):
-        kind = "cosine" if scaling.cosine else "raw"
-        if kind in seen:
-            continue
-        seen.add(kind)
-        what = "cos(q, k)" if scaling.cosine else "q·k"
-        out.append(common.score_check(f"d={d} n={n} {what}", row, k))
-    return out
 
 
 def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
@@ -264,7 +228,7 @@ def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure
 
 
 def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
-             cell: common.Cell) -> Figure | None:
+             cell: shared.Cell) -> Figure | None:
     """The first sequence's score matrices, weights and entropy per query, one row per rule;
     every number drawn is computed here."""
     first = cell.first
@@ -278,7 +242,7 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
             scores = base * c
         if spec.mask == "causal":
             scores = sat.causal(scores)
-        logp_scale = common.clamp(c)
+        logp_scale = shared.clamp(c)
         src = sat.causal(base) if spec.mask == "causal" else base
         weights = softmax(src, logp_scale)
         ent = entropy(src, logp_scale)
@@ -309,22 +273,12 @@ def _gaussian_run(spec: SoftmaxSweepSpec, workers: int):
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
-        cell = common.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
+        cell = shared.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
                                     workers=workers)
         for s, measured in zip(stds, cell.measured, strict=True):
-            rows.append(gaussian_row(spec, n, s, cell, measured))
-        checks.append(common.gaussian_check(n, stds, cell, spec.se_tolerance))
+            rows.append(shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True))
+        checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
     return rows, checks, [_vs_std_figure(spec, rows)]
-
-
-def gaussian_row(spec, n: int, s: float, cell: common.Cell, measured: common.Measured,
-                 stats: dict[str, str] | None = None) -> dict[str, Any]:
-    row: dict[str, Any] = {"keys": n, "score_std": s, "trials": cell.trials}
-    row.update(common.stat_fields(measured, stats or STATS))
-    if stats is None:
-        row["threshold"] = spec.threshold
-    row.update(common.freezing_fields(n, s, True))
-    return row
 
 
 def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:

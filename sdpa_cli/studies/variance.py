@@ -22,6 +22,10 @@ from sdpa_cli.studies.audit import (
     selector_problem,
     split_quantity,
 )
+from sdpa_cli.studies.common import canonical as _canonical
+from sdpa_cli.studies.common import finite as _finite
+from sdpa_cli.studies.common import law_of
+from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 COLUMNS = (
@@ -51,26 +55,6 @@ def plan_rows(spec: VarianceSpec) -> list[dict[str, Any]]:
 
 def documented_problem(spec: VarianceSpec, entry: Documented) -> str | None:
     return selector_problem(plan_rows(spec), _canonical(entry), FIELDS)
-
-
-def _canonical(entry: Documented) -> Documented:
-    """A copy whose `row: scaling:` uses the canonical label (e.g. 'temperature:8')."""
-    label = entry.row.get("scaling")
-    if isinstance(label, str):
-        try:
-            row = {**entry.row, "scaling": Scaling.parse(label).label}
-        except ValueError:
-            return entry
-        return entry.model_copy(update={"row": row})
-    return entry
-
-
-def law_of(spec: VarianceSpec) -> tuple[PairLaw, float]:
-    """The standardized pair law and the unit σ² that maps its q·k to physical units."""
-    if spec.distribution == "sphere":
-        return PairLaw("sphere"), 1.0
-    # std·std, not std**2: a float power raises OverflowError where a product gives inf.
-    return PairLaw(spec.distribution, spec.mean / spec.std, spec.correlation), spec.std * spec.std
 
 
 def centred_mean(law: PairLaw, d: int) -> float:
@@ -139,16 +123,6 @@ def _range(law: PairLaw, d: int, mom: theory.DotMoments) -> tuple[float, float]:
     return centre - 16.0 * sd, centre + 16.0 * sd
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-def _z(measured: float, expected: float, se: float) -> float:
-    if se > 0:
-        return (measured - expected) / se
-    return 0.0 if measured == expected else math.copysign(math.inf, measured - expected)
-
-
 def _row(
     d: int, scaling: Scaling, law: PairLaw, unit: float, mom: theory.DotMoments,
     stats: DotStats, k: float,
@@ -211,7 +185,7 @@ def _row(
     return {
         "dim": d,
         "scaling": scaling.label,
-        "factor": _finite(c),
+        "factor": _finite(scaling.factor(d)),  # the rule's own 1/(T·d^p), without σ²
         "pairs": n,
         "mean": phys(m.mean),
         "mean_se": _finite(abs(g) * math.sqrt(m.variance / n)),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 from sdpa_cli.studies.result import Figure
 
@@ -22,6 +25,10 @@ def render(figure: Figure, folder: Path, *, svg: bool = False) -> list[Path]:
     prefix, _, kind = figure.kind.partition(".")
     module = importlib.import_module(_MODULES[prefix])
     draw = getattr(module, f"draw_{kind}")
-    with style.context():
+    # At absurd inputs (score spreads of 1e±300, all-zero curves on log axes) matplotlib
+    # complains about cosmetic limits while still drawing a correct, if empty, figure: keep
+    # its warnings and NumPy's off the user's terminal. Real failures still raise.
+    with style.context(), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
         fig = draw(figure)
         return style.save(fig, folder / figure.name, svg=svg)

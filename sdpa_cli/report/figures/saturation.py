@@ -21,13 +21,26 @@ def _arr(values: Sequence[Any]) -> np.ndarray:
     return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
+def _log_y(ax) -> None:
+    """A log y axis when something positive is drawn; linear otherwise (a log axis over
+    nothing but zeros, e.g. a Jacobian that is exactly 0 everywhere, cannot be drawn)."""
+    for line in ax.get_lines():
+        y = np.asarray(line.get_ydata(), dtype=float)
+        if np.any(np.isfinite(y) & (y > 0)):
+            ax.set_yscale("log")
+            return
+
+
 def _edges(values: Sequence[float]) -> np.ndarray:
     """Cell edges for a geometric grid: geometric midpoints, extended half a step out."""
     v = np.log(np.asarray(values, dtype=float))
     if v.size == 1:
-        return np.exp(np.array([v[0] - 0.5, v[0] + 0.5]))
-    mid = (v[1:] + v[:-1]) / 2
-    return np.exp(np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]]))
+        logs = np.array([v[0] - 0.5, v[0] + 0.5])
+    else:
+        mid = (v[1:] + v[:-1]) / 2
+        logs = np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
+    # Grids spanning 1e-300…1e300 would extend past float64: keep the edges representable.
+    return np.exp(np.clip(logs, -700.0, 700.0))
 
 
 def _value_ticks(ax, values: Sequence[float], axis: str = "x") -> None:
@@ -62,7 +75,7 @@ def draw_weights_by_scale(figure: Figure):
             ax.bar(x - 0.4 + (i + 0.5) * width, heights, width * 0.95, color=style.color(i),
                    label=f"key {i + 1} (score {scores[i]:g})" if show_legend else None)
         if log:
-            ax.set_yscale("log")
+            _log_y(ax)
             smallest = min((w for g in groups for w in g["probs"] if w > 0), default=1.0)
             ax.set_ylim(smallest / 20, 3.0)
             ax.set_ylabel("weight (log scale)")
@@ -138,7 +151,7 @@ def draw_vs_dim(figure: Figure):
                            label="|mean score of a query with its own key|")
         ax_s.legend(handles=[*solid, *dashed], fontsize=8, loc="upper left")
         ax_s.set_ylabel("score")
-    ax_s.set_yscale("log")
+    _log_y(ax_s)
     if not ax_s.get_ylabel():
         ax_s.set_ylabel("std of an off-diagonal score")
     all_dims = [d for c in curves for d in c["dims"]]
@@ -263,7 +276,7 @@ def draw_jacobian_vs_scale(figure: Figure):
         ax.plot(scale, np.where(y > 0, y, np.nan), marker=MARKERS[i], color=style.color(i),
                 label=label, ls=LINES[i])
     ax.set_xscale("log")
-    ax.set_yscale("log")
+    _log_y(ax)
     ax.set_xticks(scale, [p["label"] for p in points])
     ax.minorticks_off()
     ax.set_xlabel("multiplier of the scores")
@@ -311,7 +324,7 @@ def draw_jacobian_vs_dim(figure: Figure):
                 ha="right", va="top", color="0.3", transform=ax.get_yaxis_transform())
     ax.set_xscale("log", base=2)
     _value_ticks(ax, [d for c in data["curves"] for d in c["dims"]])
-    ax.set_yscale("log")
+    _log_y(ax)
     ax.set_xlabel("d_k")
     ax.set_ylabel("‖J‖_F of one attention row")
     ax.legend(fontsize=8)

@@ -1,0 +1,46 @@
+"""Small pieces every study uses: the pair law of a spec, z-scores, JSON-safe numbers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sdpa_cli.numerics.sampling import PairLaw
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.spec.common import Documented
+
+
+def law_of(spec: Any) -> tuple[PairLaw, float]:
+    """The standardized pair law of a spec's vectors, and the unit σ² that maps its q·k to
+    physical units (σ·σ, not σ**2: a float power raises OverflowError where a product
+    gives inf)."""
+    if spec.distribution == "sphere":
+        return PairLaw("sphere"), 1.0
+    return PairLaw(spec.distribution, spec.mean / spec.std, spec.correlation), spec.std * spec.std
+
+
+def finite(x: Any) -> float | None:
+    """A finite float, or None (JSON null) for NaN, ±inf and missing values."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def zscore(measured: float, expected: float, se: float) -> float:
+    """(measured − expected)/se; exact agreement with se = 0 is 0, disagreement ±inf."""
+    if se > 0:
+        return (measured - expected) / se
+    return 0.0 if measured == expected else math.copysign(math.inf, measured - expected)
+
+
+def canonical(entry: Documented) -> Documented:
+    """A copy whose `row: scaling:` uses the canonical label (e.g. 'temperature:8')."""
+    label = entry.row.get("scaling")
+    if isinstance(label, str):
+        try:
+            row = {**entry.row, "scaling": Scaling.parse(label).label}
+        except ValueError:
+            return entry
+        return entry.model_copy(update={"row": row})
+    return entry
