@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.audit import Lookup, audit_check, run_audit
+from sdpa_cli.studies.result import Check, Figure, Result, Table
 
 
 def law_of(spec: Any) -> tuple[PairLaw, float]:
@@ -44,3 +47,29 @@ def canonical(entry: Documented) -> Documented:
             return entry
         return entry.model_copy(update={"row": row})
     return entry
+
+
+def assemble(
+    spec: Any, *, study: str, title: str, table: Table, checks: Sequence[Check],
+    lookup: Lookup, theory: Sequence[str], notes: Sequence[str] = (),
+    figures: Sequence[Figure] = (), tables: Sequence[Table] = (),
+) -> Result:
+    """The Result of a table study: audit the spec's documented numbers against the rows,
+    add the audit's check, and fill in the spec's identity (title falls back to `title`)."""
+    audit = run_audit(spec.documented, lookup, spec.se_tolerance, spec.document)
+    check = audit_check(audit)
+    return Result(
+        study=study,
+        name=spec.name or study,
+        title=spec.title or title,
+        source=spec.source,
+        description=spec.description,
+        spec=spec.model_dump(mode="json"),
+        table=table,
+        checks=(*checks, check) if check else tuple(checks),
+        audit=audit,
+        theory=tuple(theory),
+        notes=tuple(notes),
+        figures=tuple(figures),
+        tables=tuple(tables),
+    )

@@ -12,8 +12,7 @@ from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.saturation import JacobianSpec
 from sdpa_cli.studies import saturation as shared
-from sdpa_cli.studies.audit import audit_check, run_audit
-from sdpa_cli.studies.common import finite, law_of
+from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 EXPLICIT_COLUMNS = (
@@ -109,25 +108,10 @@ def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, rows, peaks))
         notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
-    audit = run_audit(spec.documented, shared.lookup(rows), spec.se_tolerance, spec.document)
-    check = audit_check(audit)
-    if check:
-        checks.append(check)
-    return Result(
-        study="jacobian",
-        name=spec.name or "jacobian",
-        title=spec.title or title,
-        source=spec.source,
-        description=spec.description,
-        spec=spec.model_dump(mode="json"),
-        table=Table("jacobian", title, columns, tuple(rows)),
-        checks=tuple(checks),
-        audit=audit,
-        theory=shared.theory_lines(spec, jacobian=True),
-        notes=tuple(notes),
-        figures=tuple(figures),
-        tables=tuple(tables),
-    )
+    return assemble(spec, study="jacobian", title=title,
+                    table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
+                    lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=True),
+                    notes=notes, figures=figures, tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------

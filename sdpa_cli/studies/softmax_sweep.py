@@ -12,8 +12,7 @@ from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.saturation import SoftmaxSweepSpec
 from sdpa_cli.studies import saturation as shared
-from sdpa_cli.studies.audit import audit_check, run_audit
-from sdpa_cli.studies.common import finite, law_of
+from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 EXPLICIT_COLUMNS = (
@@ -86,24 +85,10 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
         rows, checks, figures = _gaussian_run(spec, workers)
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
-    audit = run_audit(spec.documented, shared.lookup(rows), spec.se_tolerance, spec.document)
-    check = audit_check(audit)
-    if check:
-        checks.append(check)
-    return Result(
-        study="softmax-sweep",
-        name=spec.name or "softmax-sweep",
-        title=spec.title or title,
-        source=spec.source,
-        description=spec.description,
-        spec=spec.model_dump(mode="json"),
-        table=Table("softmax", title, columns, tuple(rows)),
-        checks=tuple(checks),
-        audit=audit,
-        theory=shared.theory_lines(spec, jacobian=False),
-        notes=tuple(notes),
-        figures=tuple(figures),
-    )
+    return assemble(spec, study="softmax-sweep", title=title,
+                    table=Table("softmax", title, columns, tuple(rows)), checks=checks,
+                    lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=False),
+                    notes=notes, figures=figures)
 
 
 # --- source 1 -----------------------------------------------------------------------------

@@ -15,16 +15,14 @@ from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.variance import VarianceSpec
 from sdpa_cli.studies.audit import (
-    audit_check,
     find_rows,
     pick,
-    run_audit,
     selector_problem,
     split_quantity,
 )
+from sdpa_cli.studies.common import assemble, law_of
 from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
-from sdpa_cli.studies.common import law_of
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
@@ -83,24 +81,11 @@ def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
             row = _row(d, scaling, law, unit, mom, stats, k)
             rows.append(row)
             checks.append(_check(row, k))
-    audit = run_audit(spec.documented, _lookup(rows), k, spec.document)
-    check = audit_check(audit)
-    if check:
-        checks.append(check)
-    notes = _notes(spec, per_dim)
-    return Result(
-        study="variance",
-        name=spec.name or "variance",
-        title=spec.title or "Dot-product variance versus dimension",
-        source=spec.source,
-        description=spec.description,
-        spec=spec.model_dump(mode="json"),
+    return assemble(
+        spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
-        checks=tuple(checks),
-        audit=audit,
-        theory=_theory_lines(spec, law),
-        notes=notes,
-        figures=_figures(spec, law, unit, per_dim, rows),
+        checks=checks, lookup=_lookup(rows), theory=_theory_lines(spec, law),
+        notes=_notes(spec, per_dim), figures=_figures(spec, law, unit, per_dim, rows),
     )
 
 
