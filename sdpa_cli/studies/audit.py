@@ -75,10 +75,11 @@ def compare(
     )
 
 
-def _flatten(value: Any, quantity: str) -> Iterable[tuple[str, Printed]]:
+def flatten(value: Any, quantity: str) -> Iterable[tuple[str, Printed]]:
+    """('weights[0]', [p, q]) → ('weights[0][0]', p), ('weights[0][1]', q): one per number."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _flatten(item, f"{quantity}[{i}]")
+            yield from flatten(item, f"{quantity}[{i}]")
     else:
         yield quantity, value
 
@@ -89,7 +90,7 @@ def run_audit(
     """One AuditEntry per printed number (lists are compared element by element)."""
     out = []
     for entry in entries:
-        for quantity, printed in _flatten(entry.value, entry.quantity):
+        for quantity, printed in flatten(entry.value, entry.quantity):
             computed, se = lookup(entry, quantity)
             out.append(compare(entry, printed, quantity, computed, se, k, document))
     return tuple(out)

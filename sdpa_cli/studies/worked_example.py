@@ -15,7 +15,7 @@ import numpy as np
 from sdpa_cli.numerics import attention as att
 from sdpa_cli.spec.common import Documented, Printed
 from sdpa_cli.spec.worked import COMMON_FIELDS, FIELDS_BY_KIND, Part, WorkedExampleSpec
-from sdpa_cli.studies.audit import audit_check, pick, run_audit, split_quantity
+from sdpa_cli.studies.audit import audit_check, flatten, pick, run_audit, split_quantity
 from sdpa_cli.studies.board import cell, cells, expansion, matrix_lines, num, vector
 from sdpa_cli.studies.result import AuditEntry, Check, Column, Figure, Panel, Result, Table
 
@@ -646,21 +646,13 @@ def documented_problem(spec: WorkedExampleSpec, entry: Documented) -> str | None
                          for n in qty if "." in n})
         return (f"no quantity {name!r} in {run.part.kind} part {part_name!r}{hint}; "
                 f"quantities: {plain}" + (f"; also {', '.join(dotted)}" if dotted else ""))
-    for quantity, _printed in _flat(entry.value, entry.quantity):
+    for quantity, _printed in flatten(entry.value, entry.quantity):
         _, idx = split_quantity(quantity)
         value = pick(_listed(qty[name]), idx)
         if not isinstance(value, int | float):
             return (f"{quantity} does not name one number: {name} is "
                     f"{_shape_text(qty[name])}")
     return None
-
-
-def _flat(value: Any, quantity: str) -> Iterable[tuple[str, Printed]]:
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _flat(item, f"{quantity}[{i}]")
-    else:
-        yield quantity, value
 
 
 def _listed(value: Any) -> Any:
