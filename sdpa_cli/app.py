@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sdpa_cli import paths, report, spec, studies
+from sdpa_cli import paths, registry, report, spec
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
 from sdpa_cli.report import examples as report_examples
 
@@ -27,11 +27,11 @@ def run_study(
     """Load and validate everything first (exit 2 before any work), then run and report."""
     resolved = spec.load(spec_path, study=study, overrides=overrides, flags=flags,
                          default_name=study)
-    studies.check_documented(resolved, str(spec_path) if spec_path else None)
+    registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
     report.ready(target)
     started = time.time()
-    result = studies.module(study).run(resolved, workers=settings.workers)
+    result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)
@@ -103,7 +103,7 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     for path in _sorted_examples():
         try:
             s = spec.load(path, study=WORKED, overrides=overrides, flags=flags)
-            studies.check_documented(s, str(path))
+            registry.check_documented(s, str(path))
         except InputError as e:
             problems.extend(e.problems)
             continue
@@ -120,7 +120,7 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     done = []
     for s, target in zip(loaded, targets, strict=True):
         started = time.time()
-        result = studies.module(WORKED).run(s, workers=settings.workers)
+        result = registry.get(WORKED).run(s, report.context(settings))
         folder = report.write_run(result, per_example, target=target,
                                   argv=argv if argv is not None else sys.argv, started=started)
         done.append((result, folder))

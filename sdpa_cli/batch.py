@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdpa_cli import paths, report, spec, studies
+from sdpa_cli import paths, registry, report, spec
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -74,7 +74,7 @@ def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
     for f in files:
         try:
             s = spec.load(f, study=None)
-            studies.check_documented(s, str(f))
+            registry.check_documented(s, str(f))
             loaded.append((f, s))
         except InputError as e:
             problems.extend(e.problems)
@@ -97,7 +97,7 @@ def plan(loaded: list[tuple[Path, SpecBase]], settings: report.Settings) -> list
 def run_one(p: Planned, settings: report.Settings, argv: list[str]) -> Outcome:
     started = time.time()
     try:
-        result = studies.module(p.spec.study).run(p.spec, workers=settings.workers)
+        result = registry.get(p.spec.study).run(p.spec, report.context(settings))
         report.write_run(result, settings, target=p.target, argv=argv, started=started)
     except SdpaError as e:
         return Outcome(p, "error", error=" ".join(e.lines()), seconds=time.time() - started)

@@ -12,6 +12,7 @@ from pathlib import Path
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
+from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Result
 
 
@@ -27,6 +28,11 @@ class Settings:
     check: bool = False  # exit 1 when a check fails
     quiet: bool = False
     workers: int = 1
+
+
+def context(settings: Settings) -> RunContext:
+    """What a study may know of these settings: threads, and whether figures are drawn."""
+    return RunContext(workers=settings.workers, figures=settings.plots)
 
 
 def target_for(name: str, settings: Settings) -> Path:
@@ -73,7 +79,7 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
 
             for figure in result.figures:
                 try:
-                    files.extend(render(figure, tmp, svg=settings.svg))
+                    files.extend(render(figure, tmp, study=result.study, svg=settings.svg))
                 except OSError as e:
                     raise RunError(f"cannot write figure {figure.name}.png for {target}: "
                                    f"{e.strerror or e}; the previous run folder, if any, is "

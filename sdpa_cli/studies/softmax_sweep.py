@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.spec.saturation import SoftmaxSweepSpec
-from sdpa_cli.studies import saturation as shared
+from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
+from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies.common import assemble, finite, law_of
+from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 EXPLICIT_COLUMNS = (
@@ -67,7 +68,7 @@ def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
     return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
 
-def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
+def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     source = spec.score_source
     checks: list[Check] = []
     figures: list[Figure] = []
@@ -78,11 +79,11 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
         figures.append(_weights_figure(spec, rows))
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
-        rows, checks, figures, notes = _vector_run(spec, workers)
+        rows, checks, figures, notes = _vector_run(spec, ctx)
         columns = _vector_columns(spec, rows)
         title = "Softmax saturation versus d_k, by scaling rule"
     else:
-        rows, checks, figures = _gaussian_run(spec, workers)
+        rows, checks, figures = _gaussian_run(spec, ctx)
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
@@ -140,7 +141,7 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
 # --- source 2 -----------------------------------------------------------------------------
 
 
-def _vector_run(spec: SoftmaxSweepSpec, workers: int):
+def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     law, unit = law_of(spec)
     k = spec.se_tolerance
     rows: list[dict[str, Any]] = []
@@ -152,7 +153,7 @@ def _vector_run(spec: SoftmaxSweepSpec, workers: int):
         variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
             cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
-                                      jacobian=False, workers=workers, keep_first=want_picture)
+                                      jacobian=False, ctx=ctx, keep_first=want_picture)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
                 row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
@@ -253,13 +254,13 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
 # --- source 3 -----------------------------------------------------------------------------
 
 
-def _gaussian_run(spec: SoftmaxSweepSpec, workers: int):
+def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
         cell = shared.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
-                                    workers=workers)
+                                    ctx=ctx)
         for s, measured in zip(stds, cell.measured, strict=True):
             rows.append(shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True))
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))

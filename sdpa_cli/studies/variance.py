@@ -24,6 +24,7 @@ from sdpa_cli.studies.common import assemble, law_of
 from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
+from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 COLUMNS = (
@@ -60,7 +61,7 @@ def centred_mean(law: PairLaw, d: int) -> float:
     return 0.0 if law.kind == "sphere" else d * law.rho
 
 
-def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
+def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
     law, unit = law_of(spec)
     k = spec.se_tolerance
     want_cosine = any(s.cosine for s in spec.scalings)
@@ -73,8 +74,8 @@ def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
         lo, hi = _range(law, d, mom)
         stats = simulate_dots(
             law, d, spec.pairs, entropy=spec.seed, key=(i,), method=spec.method,
-            workers=workers, dot_range=(lo / scale, hi / scale), cosine=want_cosine,
-            scale=scale,
+            workers=ctx.workers, executor=ctx.executor, dot_range=(lo / scale, hi / scale),
+            cosine=want_cosine, scale=scale,
         )
         per_dim.append((d, mom, stats))
         for scaling in spec.scalings:
