@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
+from sdpa_cli.errors import RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.studies.context import RunContext
@@ -131,7 +131,3 @@ def emit(result: Result, settings: Settings, folder: Path | None) -> None:
         from sdpa_cli.report import terminal
 
         terminal.show(result, folder, check=settings.check)
-
-
-def exit_code(result: Result, settings: Settings) -> int:
-    return EXIT_CHECK_FAILED if settings.check and not result.passed else EXIT_OK
