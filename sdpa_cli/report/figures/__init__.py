@@ -18,7 +18,8 @@ _MODULES = {
 }
 
 
-def render(figure: Figure, folder: Path, *, svg: bool = False) -> list[Path]:
+def render(figure: Figure, folder: Path, *, svg: bool = False,
+           dpi: int | None = None) -> list[Path]:
     """Write folder/<name>.png (and .svg); returns the paths written."""
     from sdpa_cli.report.figures import style
 
@@ -31,4 +32,4 @@ def render(figure: Figure, folder: Path, *, svg: bool = False) -> list[Path]:
     with style.context(), warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         fig = draw(figure)
-        return style.save(fig, folder / figure.name, svg=svg)
+        return style.save(fig, folder / figure.name, svg=svg, dpi=dpi)

@@ -22,13 +22,13 @@ def _arr(values: Sequence[Any]) -> np.ndarray:
 
 
 def _log_y(ax) -> None:
-    """A log y axis when something positive is drawn; linear otherwise (a log axis over
-    nothing but zeros, e.g. a Jacobian that is exactly 0 everywhere, cannot be drawn)."""
-    for line in ax.get_lines():
-        y = np.asarray(line.get_ydata(), dtype=float)
-        if np.any(np.isfinite(y) & (y > 0)):
-            ax.set_yscale("log")
-            return
+    """A log y axis when something positive is drawn, lines or bars; linear otherwise (a log
+    axis over nothing but zeros, e.g. a Jacobian that is exactly 0 everywhere, cannot be
+    drawn)."""
+    heights = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
+    heights.append(np.asarray([p.get_height() for p in ax.patches], dtype=float))
+    if any(np.any(np.isfinite(y) & (y > 0)) for y in heights):
+        ax.set_yscale("log")
 
 
 def _edges(values: Sequence[float]) -> np.ndarray:
@@ -64,7 +64,7 @@ def draw_weights_by_scale(figure: Figure):
     groups = figure.data["groups"]
     n = figure.data["n"]
     scores = figure.data["scores"]
-    fig, axes = style.new(max(7.0, 1.1 * len(groups) + 3.0), 7.4, 2, 1, sharex=True)
+    fig, axes = style.new(max(8.0, 1.1 * len(groups) + 4.0), 7.6, 2, 1, sharex=True)
     width = 0.8 / n
     x = np.arange(len(groups))
     show_legend = n <= 10
@@ -73,14 +73,18 @@ def draw_weights_by_scale(figure: Figure):
             w = np.array([g["probs"][i] for g in groups])
             heights = np.where(w > 0, w, np.nan) if log else w
             ax.bar(x - 0.4 + (i + 0.5) * width, heights, width * 0.95, color=style.color(i),
-                   label=f"key {i + 1} (score {scores[i]:g})" if show_legend else None)
+                   label=f"key {i + 1} (score {style.num(scores[i])})" if show_legend else None)
         if log:
             _log_y(ax)
-            smallest = min((w for g in groups for w in g["probs"] if w > 0), default=1.0)
-            ax.set_ylim(smallest / 20, 3.0)
-            ax.set_ylabel("weight (log scale)")
-            ax.set_title("The same weights on a log scale: the small ones shrink exponentially "
-                         "(weights that are exactly 0 are not drawn)", fontsize=9)
+            if ax.get_yscale() == "log":
+                smallest = min((w for g in groups for w in g["probs"] if w > 0), default=1.0)
+                ax.set_ylim(smallest / 20, 3.0)
+                ax.set_ylabel("weight (log scale)")
+            else:  # every weight exactly 0 or 1: nothing to show on a log axis
+                ax.set_ylabel("weight")
+            ax.set_title("The same weights on a log scale: the small ones shrink "
+                         "exponentially\n(weights that are exactly 0 are not drawn)",
+                         fontsize=9)
         else:
             ax.set_ylim(0, 1.18)
             ax.set_ylabel("weight")
@@ -92,10 +96,14 @@ def draw_weights_by_scale(figure: Figure):
             if show_legend:
                 ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     axes[1][0].set_xticks(x, [g["label"] for g in groups])
-    what = f"scores (d_k = {figure.data['dim']})" if figure.data.get("dim") else "scores"
-    axes[1][0].set_xlabel(f"multiplier applied to the {what}")
-    fig.suptitle(f"{figure.title}: softmax of [{', '.join(f'{s:g}' for s in scores)}] × "
-                 "multiplier")
+    shown = f"[{', '.join(style.num(s) for s in scores)}]"
+    if figure.data.get("by") == "scaling":
+        axes[1][0].set_xlabel(f"scaling rule applied to the scores (d_k = {figure.data['dim']})")
+        how = f"softmax of {shown} under each scaling rule"
+    else:
+        axes[1][0].set_xlabel("multiplier applied to the scores")
+        how = f"softmax of {shown} × multiplier"
+    fig.suptitle(f"{figure.title}\n{how}")
     return fig
 
 
@@ -297,7 +305,8 @@ def draw_jacobian_vs_scale(figure: Figure):
             sub.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
             sub.grid(False)
         fig.colorbar(im, ax=fig.axes[1:], shrink=0.8, label="J_ij (one colour scale for all)")
-    fig.suptitle(f"{figure.title}: scores [{', '.join(f'{s:g}' for s in figure.data['scores'])}]")
+    shown = ", ".join(style.num(s) for s in figure.data["scores"])
+    fig.suptitle(f"{figure.title}: scores [{shown}]")
     return fig
 
 
