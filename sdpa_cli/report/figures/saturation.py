@@ -147,6 +147,8 @@ def draw_vs_dim(figure: Figure):
     ax_max.set_ylim(0, 1.05)
     ax_ent.set_ylim(bottom=0)
     ax_max.set_title("mean largest weight of a row")
+    ax_max.set_ylabel("largest weight")
+    ax_ent.set_ylabel("entropy (nats)")
     ax_max.plot([], [], color="0.6", ls=":", lw=0.8, label="1/n: uniform")
     if any(c.get("limit_max_prob") is not None for c in curves):
         ax_max.plot([], [], color="0.3", ls=(0, (4, 3)), lw=1, label="d → ∞ limit (÷d, cosine)")
@@ -182,22 +184,22 @@ def draw_attention_picture(figure: Figure):
     data = figure.data
     panels = data["panels"]
     n = data["keys"]
-    fig, axes = style.new(14.0, 3.9 * len(panels), len(panels), 3)
+    fig, axes = style.new(14.0, 3.9 * len(panels) + 0.5, len(panels), 3)
     ticks = np.arange(n)
-    # One colour scale for every score panel, so that the scaled scores look as small as
-    # they are (each row's own scale would draw the same picture twice).
-    top = max(float(np.nanmax(np.abs(_arr([v for r in p["scores"] for v in r]))))
-              for p in panels) or 1.0
     for row, panel in zip(axes, panels, strict=True):
         scores = _arr([v for r in panel["scores"] for v in r]).reshape(n, n)
         masked = np.ma.masked_invalid(scores)
+        # Each score panel has its own colour bar: under one shared scale the scaled
+        # scores (std ≈ 1 against ≈ 8) look blank. The bar's numbers carry the size.
+        finite = np.abs(scores[np.isfinite(scores)])
+        top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
         cmap_s = style_cmap("RdBu_r")
         im = row[0].imshow(masked, cmap=cmap_s, norm=TwoSlopeNorm(0.0, -top, top))
-        fig.colorbar(im, ax=row[0], shrink=0.85)
+        fig.colorbar(im, ax=row[0], shrink=0.85, label="score (own scale)")
         row[0].set_title(f"{panel['formula']}: scores (std {panel['score_std']:.2f})")
         weights = np.asarray(panel["weights"], dtype=float)
         im = row[1].imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0)
-        fig.colorbar(im, ax=row[1], shrink=0.85)
+        fig.colorbar(im, ax=row[1], shrink=0.85, label="weight")
         row[1].set_title(f"{panel['formula']}: weights (max {panel['max_weight']:.3f})")
         for ax in row[:2]:
             ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=7)
@@ -218,8 +220,27 @@ def draw_attention_picture(figure: Figure):
         row[2].legend(fontsize=8, loc="upper right")
     mask = f", {data['mask']} mask (grey: masked)" if data["mask"] != "none" else ""
     fig.suptitle(f"{figure.title}{mask}. One row per scaling rule, all from the same Q and K; "
-                 "one colour scale for all score panels")
+                 "each score panel on its own colour scale")
+    fig.supxlabel(_picture_caption(data), fontsize=9.5)  # laid out below, never on top
     return fig
+
+
+def _picture_caption(data: dict[str, Any]) -> str:
+    """What the weights show, row by row, in the words the documents use: a row whose
+    entropy is far below ln n is near one-hot, whatever a document calls it."""
+    ln_n = data["ln_n"]
+    parts = []
+    for p in data["panels"]:
+        ratio = p["mean_entropy"] / ln_n if ln_n else 1.0
+        if ratio < 0.5:
+            what = "near one-hot, not near-uniform"
+        elif ratio > 0.9:
+            what = "near-uniform"
+        else:
+            what = "spread over several keys"
+        parts.append(f"{p['formula']}: {what} (mean entropy {p['mean_entropy']:.2f} of "
+                     f"ln {data['keys']} = {ln_n:.2f}; largest weight {p['max_weight']:.3f})")
+    return "\n".join(parts)
 
 
 def style_cmap(name: str):
@@ -253,6 +274,8 @@ def draw_vs_std(figure: Figure):
     ax_ent.set_ylim(bottom=0)
     ax_max.set_title("mean largest weight")
     ax_ent.set_title("mean entropy (nats)")
+    ax_max.set_ylabel("largest weight of a row")
+    ax_ent.set_ylabel("entropy of a row (nats)")
     all_s = [x for c in data["curves"] for x in c["score_std"]]
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
@@ -303,6 +326,8 @@ def draw_jacobian_vs_scale(figure: Figure):
             ticks = np.arange(len(m))
             sub.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
             sub.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
+            sub.set_xlabel("key j", fontsize=8)
+            sub.set_ylabel("key i", fontsize=8)
             sub.grid(False)
         fig.colorbar(im, ax=fig.axes[1:], shrink=0.8, label="J_ij (one colour scale for all)")
     shown = ", ".join(style.num(s) for s in figure.data["scores"])
