@@ -20,7 +20,7 @@ from sdpa_cli.report.figures import style
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*/*.yaml"))
 # Sizes that change no figure's layout, only its noise: the whole file stays fast.
-SMALL = {"pairs": 3000, "trials": 200}
+SMALL = {"pairs": 2000, "trials": 100}
 # A number written with its digits: 22.627416997969522, 0.25, 1e-05, 3.
 NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
@@ -197,3 +197,15 @@ def test_attention_picture_scaled_scores_own_colour_bar(monkeypatch: pytest.Monk
     limits = {round(im.norm.vmax, 6) for im in score_images}
     assert len(score_images) == 2 and len(limits) == 2
     assert "near-uniform" in " ".join(t.get_text() for t in texts(fig))
+
+
+def test_worked_panels_named_as_the_document_names_them(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    """No spec-internal part names ("stated-vectors", "scores-15-8-22-3": minus signs lost)
+    and no placeholder row "s"."""
+    for path in ("worked-example/money-bank-grows.yaml", "worked-example/visual-summary.yaml"):
+        fig = _figure(path, monkeypatch, tmp_path, "weights")
+        shown = " ".join(t.get_text() for t in texts(fig))
+        assert "stated-vectors" not in shown and "scores-15" not in shown
+        assert all(visible_tick_labels(ax.yaxis) != ["s"] for ax in fig.axes)
+    assert "score −15" in shown  # the single row's keys carry their scores, signed
