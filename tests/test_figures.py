@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,9 +35,10 @@ def significant_digits(number: str) -> int:
     return len(digits.rstrip("0")) or 1  # 1000 has one significant digit
 
 
-def drawn_figures(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-                  ) -> list[tuple[str, MplFigure]]:
-    """Run the spec small and catch each figure at the moment it would be saved."""
+@functools.cache
+def drawn_figures(path: Path) -> tuple[tuple[str, MplFigure], ...]:
+    """Run the spec small and catch each figure at the moment it would be saved (once per
+    spec: the checks below only read the figures)."""
     given = specs.read_document(path).data
     overrides = {k: v for k, v in SMALL.items() if k in given}
     spec = specs.load(path, overrides=overrides)
@@ -48,10 +51,11 @@ def drawn_figures(path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         caught.append((stem.name, fig))
         return [stem.with_suffix(".png")]
 
-    monkeypatch.setattr(style, "save", keep)
-    for figure in result.figures:
-        figures.render(figure, tmp_path)
-    return caught
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
+        patch.setattr(style, "save", keep)
+        for figure in result.figures:
+            figures.render(figure, Path(tmp))
+    return tuple(caught)
 
 
 def texts(fig: MplFigure) -> list[Text]:
@@ -135,9 +139,8 @@ def _brown(ax: Axes) -> list[str]:
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
-def test_every_figure_shows_what_it_says(path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         tmp_path: Path) -> None:
-    found = {name: problems(fig) for name, fig in drawn_figures(path, monkeypatch, tmp_path)}
+def test_every_figure_shows_what_it_says(path: Path) -> None:
+    found = {name: problems(fig) for name, fig in drawn_figures(path)}
     assert {name: p for name, p in found.items() if p} == {}
 
 
@@ -146,52 +149,45 @@ def test_significant_digits() -> None:
                                               "2.30", "512")] == [17, 3, 1, 1, 3, 3]
 
 
-def _figure(path: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
-            ) -> MplFigure:
-    return dict(drawn_figures(EXPERIMENTS / path, monkeypatch, tmp_path))[name]
+def _figure(path: str, name: str) -> MplFigure:
+    return dict(drawn_figures(EXPERIMENTS / path))[name]
 
 
-def test_weights_by_scale_lower_panel_is_log(monkeypatch: pytest.MonkeyPatch,
-                                             tmp_path: Path) -> None:
-    fig = _figure("softmax-sweep/softmax-demo.yaml", monkeypatch, tmp_path, "weights_by_scale")
+def test_weights_by_scale_lower_panel_is_log() -> None:
+    fig = _figure("softmax-sweep/softmax-demo.yaml", "weights_by_scale")
     assert [ax.get_yscale() for ax in fig.axes[:2]] == ["linear", "log"]
 
 
-def test_single_dimension_compares_rules_not_a_curve(monkeypatch: pytest.MonkeyPatch,
-                                                     tmp_path: Path) -> None:
-    fig = _figure("variance/multi-head.yaml", monkeypatch, tmp_path, "variance_vs_dim")
+def test_single_dimension_compares_rules_not_a_curve() -> None:
+    fig = _figure("variance/multi-head.yaml", "variance_vs_dim")
     labels = " ".join(visible_tick_labels(fig.axes[0].xaxis))
     assert "÷√512 (d_model)" in labels and "÷√64 (d_k)" in labels
     assert "versus d" not in " ".join(t.get_text() for t in texts(fig))
 
 
-def test_small_dimension_range_is_linear(monkeypatch: pytest.MonkeyPatch,
-                                         tmp_path: Path) -> None:
-    fig = _figure("variance/dims-1-2-3.yaml", monkeypatch, tmp_path, "variance_vs_dim")
+def test_small_dimension_range_is_linear() -> None:
+    fig = _figure("variance/dims-1-2-3.yaml", "variance_vs_dim")
     assert (fig.axes[0].get_xscale(), fig.axes[0].get_yscale()) == ("linear", "linear")
 
 
-def test_std_spec_plots_std(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    fig = _figure("variance/score-range.yaml", monkeypatch, tmp_path, "variance_vs_dim")
+def test_std_spec_plots_std() -> None:
+    fig = _figure("variance/score-range.yaml", "variance_vs_dim")
     labels = [ax.get_ylabel() for ax in fig.axes]
     assert any("sd" in label or "std" in label for label in labels)
     assert not any("variance" in label for label in labels)
 
 
-def test_histograms_one_panel_per_dimension(monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_histograms_one_panel_per_dimension() -> None:
     """Each d on its own axes, so the narrow d = 3 spike cannot flatten d = 1000."""
-    fig = _figure("variance/day74-dims.yaml", monkeypatch, tmp_path, "histograms")
+    fig = _figure("variance/day74-dims.yaml", "histograms")
     raw = [ax for ax in fig.axes if ax.patches and ax.get_xlabel() == "raw q·k"]
     assert len(raw) == 3
     tops = [max(p.get_data().values.max() for p in ax.patches) for ax in raw]
     assert all(ax.get_ylim()[1] < 3 * top for ax, top in zip(raw, tops, strict=True))
 
 
-def test_attention_picture_scaled_scores_own_colour_bar(monkeypatch: pytest.MonkeyPatch,
-                                                         tmp_path: Path) -> None:
-    fig = _figure("softmax-sweep/scaling-effect-picture.yaml", monkeypatch, tmp_path,
-                  "attention_picture")
+def test_attention_picture_scaled_scores_own_colour_bar() -> None:
+    fig = _figure("softmax-sweep/scaling-effect-picture.yaml", "attention_picture")
     score_images = [im for ax in fig.axes for im in ax.get_images()
                     if im.get_cmap().name.startswith("RdBu")]
     limits = {round(im.norm.vmax, 6) for im in score_images}
@@ -199,12 +195,11 @@ def test_attention_picture_scaled_scores_own_colour_bar(monkeypatch: pytest.Monk
     assert "near-uniform" in " ".join(t.get_text() for t in texts(fig))
 
 
-def test_worked_panels_named_as_the_document_names_them(monkeypatch: pytest.MonkeyPatch,
-                                                         tmp_path: Path) -> None:
+def test_worked_panels_named_as_the_document_names_them() -> None:
     """No spec-internal part names ("stated-vectors", "scores-15-8-22-3": minus signs lost)
     and no placeholder row "s"."""
     for path in ("worked-example/money-bank-grows.yaml", "worked-example/visual-summary.yaml"):
-        fig = _figure(path, monkeypatch, tmp_path, "weights")
+        fig = _figure(path, "weights")
         shown = " ".join(t.get_text() for t in texts(fig))
         assert "stated-vectors" not in shown and "scores-15" not in shown
         assert all(visible_tick_labels(ax.yaxis) != ["s"] for ax in fig.axes)
