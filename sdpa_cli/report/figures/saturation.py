@@ -136,7 +136,7 @@ def draw_vs_dim(figure: Figure):
     for j, n in enumerate(keys):
         ls = LINES[j % len(LINES)]
         ax_ent.axhline(data["ln_n"][n], color="0.4", lw=1, ls=ls)
-        ax_ent.text(0.99, data["ln_n"][n], f"ln {n}: uniform ", ha="right", va="top",
+        ax_ent.text(0.01, data["ln_n"][n], f" ln {n}: uniform", ha="left", va="bottom",
                     fontsize=8, color="0.3", transform=ax_ent.get_yaxis_transform())
         ax_s.axhline(data["freezing"][n], color="0.4", lw=1, ls=ls)
         ax_s.text(0.99, data["freezing"][n], f"√(2 ln {n}): freezing ", ha="right",
@@ -145,7 +145,8 @@ def draw_vs_dim(figure: Figure):
     for n in keys:
         ax_max.axhline(1.0 / n, color="0.6", lw=0.8, ls=":")
     ax_max.set_ylim(0, 1.05)
-    ax_ent.set_ylim(bottom=0)
+    # room above ln n for its label: curves that reach uniform run along the line
+    ax_ent.set_ylim(0, 1.1 * max(data["ln_n"][n] for n in keys))
     ax_max.set_title("mean largest weight of a row")
     ax_max.set_ylabel("largest weight")
     ax_ent.set_ylabel("entropy (nats)")
@@ -159,7 +160,7 @@ def draw_vs_dim(figure: Figure):
         solid = ax_s.plot([], [], color="0.3", marker="o", label="std of an off-diagonal score")
         dashed = ax_s.plot([], [], color="0.3", ls=(0, (4, 3)), marker="x", lw=1,
                            label="|mean score of a query with its own key|")
-        ax_s.legend(handles=[*solid, *dashed], fontsize=8, loc="upper left")
+        fig.legend(handles=[*solid, *dashed], fontsize=8, loc="outside lower right")
         ax_s.set_ylabel("score")
     _log_y(ax_s)
     if not ax_s.get_ylabel():
@@ -169,7 +170,9 @@ def draw_vs_dim(figure: Figure):
         ax.set_xscale("log", base=2)
         _value_ticks(ax, all_dims)
         ax.set_xlabel("d_k")
-    ax_max.legend(fontsize=8)
+    # below the panels: inside, a legend sits on curves that cross the whole range
+    fig.legend(*ax_max.get_legend_handles_labels(), fontsize=8, loc="outside lower left",
+               ncol=min(4, len(ax_max.get_legend_handles_labels()[0])))
     extra = []
     if data["correlation"]:
         extra.append(f"corr(q_i, k_i) = {data['correlation']:g}")
