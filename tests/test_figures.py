@@ -204,3 +204,18 @@ def test_worked_panels_named_as_the_document_names_them() -> None:
         assert "stated-vectors" not in shown and "scores-15" not in shown
         assert all(visible_tick_labels(ax.yaxis) != ["s"] for ax in fig.axes)
     assert "score −15" in shown  # the single row's keys carry their scores, signed
+
+
+def _png_width(path: Path) -> int:
+    return int.from_bytes(path.read_bytes()[16:20], "big")  # IHDR width
+
+
+def test_dpi_scales_the_png_and_default_stays_screen_sized(sdpa, workdir: Path) -> None:
+    spec = EXPERIMENTS / "softmax-sweep" / "softmax-demo.yaml"
+    assert sdpa("softmax-sweep", spec, "--out", "screen", "-q").code == 0
+    assert sdpa("softmax-sweep", spec, "--out", "print", "-q", "--dpi", "330").code == 0
+    screen = _png_width(workdir / "screen" / "weights_by_scale.png")
+    assert _png_width(workdir / "print" / "weights_by_scale.png") == pytest.approx(
+        3 * screen, abs=3)  # 330 = 3 × the default 110
+    bad = sdpa("softmax-sweep", spec, "--out", "bad", "--dpi", "0")
+    assert bad.code == 2 and "--dpi" in bad.err and not (workdir / "bad").exists()
