@@ -25,6 +25,7 @@ class Settings:
     fmt: str = "table"  # table: rich on stderr only; others: that document on stdout
     plots: bool = True
     svg: bool = False
+    dpi: int | None = None  # PNG pixels per inch; None: the screen default
     check: bool = False  # exit 1 when a check fails
     quiet: bool = False
     workers: int = 1
@@ -79,7 +80,8 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
 
             for figure in result.figures:
                 try:
-                    files.extend(render(figure, tmp, study=result.study, svg=settings.svg))
+                    files.extend(render(figure, tmp, study=result.study, svg=settings.svg,
+                                        dpi=settings.dpi))
                 except OSError as e:
                     raise RunError(f"cannot write figure {figure.name}.png for {target}: "
                                    f"{e.strerror or e}; the previous run folder, if any, is "

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
+from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
 from sdpa_cli.studies import score_cells as shared
-from sdpa_cli.studies.common import assemble, finite, law_of
+from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
@@ -114,16 +115,16 @@ def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     return rows
 
 
-def _label(row: dict[str, Any], formula: str | None) -> str:
-    if formula is not None:
-        return formula
+def _label(row: dict[str, Any], rule: Scaling | None, dim: int | None) -> str:
+    if rule is not None:
+        return divisor_label(rule, dim)
     return f"×{row['scale']:g}"
 
 
 def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
-    formulas = {s.label: s.formula for s in spec.scalings}
+    rules = {s.label: s for s in spec.scalings}
     groups = [{
-        "label": _label(r, formulas.get(r.get("scaling") or "")),
+        "label": _label(r, rules.get(r.get("scaling") or ""), spec.dim),
         "probs": r["probs"],
         "entropy": r["entropy"],
         "max_prob": r["max_prob"],
@@ -134,7 +135,7 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "weights_by_scale", "saturation.weights_by_scale",
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
-         "dim": spec.dim},
+         "dim": spec.dim, "by": "scaling" if spec.dim is not None else "multiplier"},
     )
 
 

@@ -10,7 +10,8 @@ import numpy as np
 from sdpa_cli.studies.result import Figure
 
 
-def render(figure: Figure, folder: Path, *, study: str, svg: bool = False) -> list[Path]:
+def render(figure: Figure, folder: Path, *, study: str, svg: bool = False,
+           dpi: int | None = None) -> list[Path]:
     """Write folder/<name>.png (and .svg) with the renderer `study` registers for figure.kind;
     returns the paths written."""
     from sdpa_cli import registry
@@ -23,4 +24,4 @@ def render(figure: Figure, folder: Path, *, study: str, svg: bool = False) -> li
     with style.context(), warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         fig = draw(figure)
-        return style.save(fig, folder / figure.name, svg=svg)
+        return style.save(fig, folder / figure.name, svg=svg, dpi=dpi)
