@@ -134,5 +134,21 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
             con.print(Text(f"  FAIL {c.name}: {c.detail}", style="red"))
         if failed and not check:
             con.print(Text("  (exit code stays 0 without --check)", style="dim"))
+    seed = result.spec.get("seed")
+    if seed is not None:
+        con.print(Text(f"seed {seed} (give --seed {seed} to repeat this run exactly)",
+                       style="dim"))
     if folder is not None:
-        con.print(Text(f"wrote {folder}", style="dim"))
+        con.print(Text(written(folder), style="dim"))
+
+
+def written(folder: Path) -> str:
+    """`wrote DIR/: results.json, …; figures: a.png, b.png` from what the folder holds."""
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    except OSError:
+        return f"wrote {folder}"
+    figures = [n for n in names if n.endswith((".png", ".svg"))]
+    files = [n for n in names if n not in figures and n != "manifest.json"]
+    text = f"wrote {folder}/: {', '.join(files)}"
+    return text + (f"; figures: {', '.join(figures)}" if figures else "")
