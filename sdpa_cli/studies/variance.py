@@ -28,16 +28,16 @@ from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 COLUMNS = (
-    Column("dim", "d", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("mean", "mean"),
-    Column("variance", "variance"),
-    Column("theory_variance", "theory"),
-    Column("se", "se"),
-    Column("z", "z", "f2"),
-    Column("ratio", "var/theory"),
-    Column("kurtosis", "kurtosis"),
-    Column("theory_kurtosis", "theory kurt."),
+    Column("dim", "d", "int", priority=0),
+    Column("scaling", "scaling", "text", priority=0),
+    Column("mean", "mean", priority=3),
+    Column("variance", "variance", priority=0),
+    Column("theory_variance", "theory", priority=0),
+    Column("se", "se", priority=1),
+    Column("z", "z", "f2", priority=0),
+    Column("ratio", "var/theory", priority=2),
+    Column("kurtosis", "kurtosis", priority=4),
+    Column("theory_kurtosis", "theory kurt.", priority=4),
 )
 
 FIELDS = (
