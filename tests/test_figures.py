@@ -15,7 +15,8 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from sdpa_cli import spec as specs
-from sdpa_cli import studies
+from sdpa_cli import registry
+from sdpa_cli.studies.context import SERIAL
 from sdpa_cli.report import figures
 from sdpa_cli.report.figures import style
 
@@ -42,7 +43,7 @@ def drawn_figures(path: Path) -> tuple[tuple[str, MplFigure], ...]:
     given = specs.read_document(path).data
     overrides = {k: v for k, v in SMALL.items() if k in given}
     spec = specs.load(path, overrides=overrides)
-    result = studies.module(spec.study).run(spec)
+    result = registry.get(spec.study).run(spec, SERIAL)
     caught: list[tuple[str, MplFigure]] = []
 
     def keep(fig: MplFigure, stem: Path, **kw: object) -> list[Path]:
@@ -54,7 +55,7 @@ def drawn_figures(path: Path) -> tuple[tuple[str, MplFigure], ...]:
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
         patch.setattr(style, "save", keep)
         for figure in result.figures:
-            figures.render(figure, Path(tmp))
+            figures.render(figure, Path(tmp), study=result.study)
     return tuple(caught)
 
 
