@@ -13,7 +13,7 @@ from typing import Any
 from sdpa_cli import batch, paths, registry, report, spec
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import examples as report_examples
-from sdpa_cli.report.outcomes import Planned, Report
+from sdpa_cli.report.outcomes import Outcome, Planned, Report
 
 
 def run_study(
@@ -30,14 +30,20 @@ def run_study(
                          default_name=study)
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
-    report.ready(target)
+    if settings.write:
+        report.ready(target)
     started = time.time()
     result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
-                              argv=argv if argv is not None else sys.argv, started=started)
+                              argv=argv if argv is not None else sys.argv,
+                              started=started) if settings.write else None
     report.emit(result, settings, folder)
     tally = Report(check=settings.check)
     tally.add_result(result)
+    planned = Planned(spec_path or Path(f"<{study} flags>"), resolved, target)
+    outcome = Outcome(planned, "passed" if result.passed else "failed", result=result,
+                      seconds=time.time() - started, folder=folder)
+    report.finish_ci([outcome], settings, started=started)
     return tally.exit_code
 
 
@@ -121,8 +127,11 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     planned = [Planned(path, s, report.target_for(s.name or WORKED, per_example))
                for path, s in loaded]
     # Not caught: an example that cannot be written ends --all with its own error line.
+    started = time.time()
     outcomes, tally = batch.run_planned(planned, per_example, argv=argv, catch=False)
-    done = [(o.result, o.folder) for o in outcomes if o.result is not None and o.folder]
+    report.finish_ci(outcomes, settings, started=started)
+    done = [(o.result, o.folder) for o in outcomes
+            if o.result is not None and (o.folder or not settings.write)]
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
         report.write_stdout(text)

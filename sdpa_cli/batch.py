@@ -79,7 +79,8 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     started = time.time()
     try:
         result = registry.get(p.spec.study).run(p.spec, report.context(settings))
-        folder = report.write_run(result, settings, target=p.target, argv=argv, started=started)
+        folder = report.write_run(result, settings, target=p.target, argv=argv,
+                                  started=started) if settings.write else None
     except SdpaError as e:
         if not catch:
             raise
@@ -102,7 +103,7 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
                 ) -> tuple[list[Outcome], Report]:
     """The one batch runner (`sdpa run` and `worked-example --all`): probe the folder, run
     every planned spec in order, stop early under fail_fast, count into a Report."""
-    for p in planned[:1]:
+    for p in planned[:1] if settings.write else ():
         report.ready(p.target)  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv
     tally = Report(check=settings.check)
@@ -131,14 +132,18 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
 
     planned = plan(validate(collect(targets)), settings)
     progress = Progress(len(planned), quiet=settings.quiet)
+    started = time.time()
     with progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress)
-    batch_report.write(outcomes, settings.root, embed=settings.plots)
+    if settings.write:
+        batch_report.write(outcomes, settings.root, embed=settings.plots)
+    report.finish_ci(outcomes, settings, started=started)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
-        batch_report.show_summary(outcomes, settings.root, check=settings.check)
+        batch_report.show_summary(outcomes, settings.root, check=settings.check,
+                                  wrote=settings.write)
     return tally.exit_code
 
 

@@ -15,6 +15,7 @@ from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError
 from sdpa_cli.options import (
     DPI_OPTION,
     StudyCommand,
+    ci_options,
     common_options,
     list_option,
     value_option,
@@ -25,11 +26,17 @@ SPEC_ARG = click.argument("spec_path", metavar="[SPEC]", required=False,
 
 
 def _settings(out: str | None, fmt: str, no_plots: bool, svg: bool, check: bool, quiet: bool,
-              workers: int, dpi: int | None = None):
+              workers: int, dpi: int | None = None, **ci: Any):
     from sdpa_cli.report import Settings
 
     return Settings(out=Path(out) if out else None, fmt=fmt, plots=not no_plots, svg=svg,
-                    check=check, quiet=quiet, workers=workers, dpi=dpi)
+                    check=check, quiet=quiet, workers=workers, dpi=dpi, **_ci_settings(**ci))
+
+
+def _ci_settings(junit_xml: str | None = None, annotations: str | None = None,
+                 codequality: str | None = None, no_write: bool = False) -> dict[str, Any]:
+    return {"junit_xml": Path(junit_xml) if junit_xml else None, "annotations": annotations,
+            "codequality": Path(codequality) if codequality else None, "write": not no_write}
 
 
 def _overrides(params: dict[str, Any], names: dict[str, str]) -> tuple[dict, dict]:
@@ -57,7 +64,8 @@ def _run(study: str, spec_path: Path | None, params: dict[str, Any], names: dict
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers", "dpi")
+    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers", "dpi",
+                   "junit_xml", "annotations", "codequality", "no_write")
     common = {k: kwargs.pop(k) for k in common_keys}
     return kwargs, common
 
@@ -225,9 +233,10 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Threads per experiment; results are identical for any value.")
+@ci_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
-            dpi: int | None) -> int:
+            dpi: int | None, **ci: Any) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -244,7 +253,8 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     from sdpa_cli.report import Settings
 
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
-                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi)
+                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
+                        **_ci_settings(**ci))
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 
@@ -313,6 +323,23 @@ def _click_line(e: click.ClickException) -> str:
     return text
 
 
+def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
+    """Under GitHub Actions (or --annotations github) a bad spec is also an ::error line."""
+    from sdpa_cli.errors import InputError
+
+    if not isinstance(e, InputError):
+        return
+    choice = None
+    for i, a in enumerate(args):
+        if a == "--annotations" and i + 1 < len(args):
+            choice = args[i + 1]
+        elif a.startswith("--annotations="):
+            choice = a.split("=", 1)[1]
+    from sdpa_cli.report import ci
+
+    ci.bad_input(e.problems, annotate=choice if choice in ("github", "none") else None)
+
+
 def run(args: list[str]) -> int:
     """Run sdpa with these arguments and return the exit code (errors become one line)."""
     try:
@@ -328,6 +355,7 @@ def run(args: list[str]) -> int:
     except SdpaError as e:
         for line in e.lines():
             click.echo(line, err=True)
+        _annotate_bad_input(e, args)
         return e.exit_code
     except KeyboardInterrupt:
         click.echo("sdpa: interrupted", err=True)

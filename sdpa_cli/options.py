@@ -97,6 +97,25 @@ DPI_OPTION = click.option("--dpi", type=click.IntRange(30, 1200), default=None, 
                                "300 for print).")
 
 
+def ci_options(f: Callable) -> Callable:
+    """What CI reads (issue 12): JUnit XML, annotations, code quality; and --no-write."""
+    decorators = [
+        click.option("--junit-xml", "junit_xml", type=click.Path(dir_okay=False), default=None,
+                     metavar="FILE", help="Also write a JUnit XML report (one testsuite per "
+                                          "spec, one testcase per check and audited number)."),
+        click.option("--annotations", type=click.Choice(["github", "none"]), default=None,
+                     help="Print ::error lines for failures and append a summary to "
+                          "$GITHUB_STEP_SUMMARY (default: github when GITHUB_ACTIONS=true)."),
+        click.option("--codequality", type=click.Path(dir_okay=False), default=None,
+                     metavar="FILE", help="Also write GitLab's code-quality JSON report."),
+        click.option("--no-write", is_flag=True,
+                     help="Compute, print and exit with the right code; write no run folder."),
+    ]
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
 def common_options(f: Callable) -> Callable:
     """Flags every study command shares: where and how results are shown, the threads used
     (never a number of the results), and the seed."""
@@ -120,4 +139,4 @@ def common_options(f: Callable) -> Callable:
     ]
     for decorator in reversed(decorators):
         f = decorator(f)
-    return f
+    return ci_options(f)

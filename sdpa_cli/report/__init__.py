@@ -8,12 +8,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sdpa_cli.errors import RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Result
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sdpa_cli.report.outcomes import Outcome
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,11 @@ class Settings:
     check: bool = False  # exit 1 when a check fails
     quiet: bool = False
     workers: int = 1
+    # CI (issue 12): reports beside the run, and --no-write (compute and report only)
+    junit_xml: Path | None = None
+    annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
+    codequality: Path | None = None  # GitLab code-quality JSON
+    write: bool = True
 
 
 def context(settings: Settings) -> RunContext:
@@ -94,6 +105,15 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
         _write(tmp / "manifest.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         folder.commit()
     return target
+
+
+def finish_ci(outcomes: Sequence[Outcome], settings: Settings, *,
+              started: float | None = None) -> None:
+    """JUnit XML, annotations and step summary for these outcomes, as the settings ask."""
+    from sdpa_cli.report import ci
+
+    ci.finish(outcomes, junit_xml=settings.junit_xml, annotate=settings.annotations,
+              codequality=settings.codequality, started=started)
 
 
 def figure_files(result: Result, settings: Settings) -> list[str]:

@@ -238,7 +238,8 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool) -> None:
+def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
+                 wrote: bool = True) -> None:
     con = console()
     table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold")
     for header in ("experiment", "study", "status", "checks", "findings", "seconds"):
@@ -262,4 +263,7 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool) -> Non
     if failed and not check:
         con.print(Text("(failed checks do not change the exit code without --check)",
                        style="dim"))
-    con.print(Text(f"wrote {root / 'index.md'} and {root / 'report.html'}", style="dim"))
+    if wrote:
+        con.print(Text(f"wrote {root / 'index.md'} and {root / 'report.html'}", style="dim"))
+    else:
+        con.print(Text("--no-write: nothing was written", style="dim"))

@@ -80,7 +80,7 @@ def batch_document(results: Sequence[Result], fmt: str) -> str | None:
     return None
 
 
-def summary_table(results: Sequence[tuple[Result, Path]]) -> RichTable:
+def summary_table(results: Sequence[tuple[Result, Path | None]]) -> RichTable:
     out = RichTable(title="Worked examples", title_justify="left", header_style="bold")
     for header in ("example", "source", "audited", "match", "mismatch", "accepted", "checks",
                    "folder"):
@@ -98,12 +98,12 @@ def summary_table(results: Sequence[tuple[Result, Path]]) -> RichTable:
             str(len(accepted)),
             Text("passed" if not failed else f"{len(failed)} failed",
                  style="green" if not failed else "bold red"),
-            str(folder),
+            str(folder) if folder is not None else "(not written)",
         )
     return out
 
 
-def show_batch(results: Sequence[tuple[Result, Path]], *, check: bool,
+def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
                out: Console | None = None) -> None:
     """The --all report on stderr: one summary row per example, then what failed."""
     con = out or terminal.console()

@@ -32,6 +32,7 @@ class Outcome:
     seconds: float = 0.0
     figures: tuple[str, ...] = ()  # PNG files in the run folder
     folder: Path | None = None  # the run folder written, if any
+    kept: bool = False  # unchanged since its run folder was written: not rerun (status kept)
 
 
 @dataclass

@@ -1,0 +1,168 @@
+"""CI annotations: GitHub `::error` lines and step summary, GitLab code-quality JSON."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.report.outcomes import Outcome
+from sdpa_cli.spec import yamlio
+from sdpa_cli.studies.audit import split_quantity
+from sdpa_cli.studies.result import AuditEntry
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing CI should flag, located in a spec file when sdpa knows where."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+    title: str = "sdpa"
+    kind: str = "check"  # "check", "audit", "error", "spec"
+
+
+def escape_data(text: str) -> str:
+    """GitHub's escaping of a workflow command's message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """GitHub's escaping of a workflow command's property value (also `:` and `,`)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(f: Finding) -> str:
+    props = [f"{k}={escape_property(str(v))}" for k, v in
+             (("file", f.file), ("line", f.line), ("col", f.col), ("title", f.title))
+             if v is not None]
+    return f"::error {','.join(props)}::{escape_data(f.message)}"
+
+
+def github_mode(choice: str | None) -> str:
+    """The annotation format in force: the flag's choice, else github under GitHub Actions."""
+    if choice is not None:
+        return choice
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "none"
+
+
+# --- locating what failed -------------------------------------------------------------------
+
+
+def _documented_index(outcome: Outcome, a: AuditEntry) -> tuple[int, tuple[int, ...]] | None:
+    """Which `documented:` entry of the spec produced this audit entry (and the list
+    position inside its value), matched on quantity, place and acceptance."""
+    for j, e in enumerate(outcome.planned.spec.documented):
+        if e.accepted != a.accepted or e.where not in a.source:
+            continue
+        if a.quantity == e.quantity or a.quantity.startswith(e.quantity + "["):
+            extra = split_quantity(a.quantity)[1][len(split_quantity(e.quantity)[1]):]
+            return j, extra
+    return None
+
+
+def _marks(file: Path) -> yamlio.Document | None:
+    try:
+        return yamlio.parse(yamlio.read_text(file), str(file))
+    except InputError:
+        return None
+
+
+def outcome_findings(outcomes: Sequence[Outcome]) -> list[Finding]:
+    """Failed checks, unaccepted or stale audit entries, and specs that could not run."""
+    out: list[Finding] = []
+    for o in outcomes:
+        # A run from flags alone has no spec file (app names it "<study flags>").
+        file = None if str(o.planned.file).startswith("<") else str(o.planned.file)
+        name = o.planned.target.name
+        if o.status == "error":
+            out.append(Finding(f"{name}: {o.error}", file, 1 if file else None,
+                               1 if file else None, "sdpa: could not run", "error"))
+            continue
+        if o.result is None:
+            continue
+        doc: yamlio.Document | None = None
+        looked = False
+        for a in o.result.audit:
+            if not (a.unaccepted or a.stale):
+                continue
+            if not looked and file is not None:
+                doc, looked = _marks(o.planned.file), True
+            line = col = None
+            found = _documented_index(o, a)
+            if found is not None and doc is not None:
+                j, extra = found
+                line, col = doc.where(("documented", j, "value", *extra))
+            what = ("accepted finding now matches (remove `accepted:`)" if a.stale else
+                    f"printed {a.printed}, computed {a.computed}")
+            out.append(Finding(f"{name}: {a.source}: {a.quantity}: {what}", file, line, col,
+                               "sdpa audit", "audit"))
+        for c in o.result.checks:
+            if not c.passed and c.name != "audit":  # the audit is flagged entry by entry
+                out.append(Finding(f"{name}: {c.name}: {c.detail}", file, 1 if file else None,
+                                   1 if file else None, "sdpa check failed", "check"))
+    return out
+
+
+def problem_findings(problems: Iterable[Problem]) -> list[Finding]:
+    """Bad specs and flags (exit 2), at the file, line and column sdpa reports."""
+    return [Finding(p.render(), p.file, p.line, p.col, "sdpa: bad spec", "spec")
+            for p in problems]
+
+
+# --- GitHub step summary and GitLab code quality ---------------------------------------------
+
+
+def step_summary(outcomes: Sequence[Outcome], title: str = "sdpa") -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY: counts, one row per spec, what failed."""
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    head = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    lines = [f"## {title}: {len(outcomes)} spec(s): {head}", "",
+             "| spec | study | status | checks | seconds |", "|---|---|---|---|---:|"]
+    for o in outcomes:
+        r = o.result
+        checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
+        mark = {"passed": "✅", "failed": "❌", "error": "💥"}.get(o.status, "➖")
+        lines.append(f"| {o.planned.target.name} | {o.planned.spec.study} | {mark} {o.status} "
+                     f"| {checks} | {o.seconds:.1f} |")
+    bad = outcome_findings(outcomes)
+    if bad:
+        lines += ["", "### What failed", ""]
+        for f in bad:
+            where = f"`{f.file}:{f.line}`" if f.file and f.line else (f"`{f.file}`" if f.file
+                                                                      else "")
+            lines.append(f"- {where} {f.message.replace(chr(10), ' ')}".rstrip())
+    return "\n".join(lines) + "\n\n"
+
+
+def append_step_summary(text: str) -> bool:
+    """Append to the file named by GITHUB_STEP_SUMMARY; False when it is not set."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return False
+    with open(target, "a", encoding="utf-8") as f:
+        f.write(text)
+    return True
+
+
+def codequality(findings: Sequence[Finding]) -> str:
+    """GitLab's code-quality report (a JSON list of issues with a stable fingerprint)."""
+    issues = []
+    for f in findings:
+        key = f"{f.kind}|{f.file}|{f.message}"
+        issues.append({
+            "description": f.message,
+            "check_name": f"sdpa-{f.kind}",
+            "fingerprint": hashlib.sha256(key.encode()).hexdigest()[:32],
+            "severity": "major" if f.kind in ("check", "audit") else "blocker",
+            "location": {"path": f.file or "sdpa", "lines": {"begin": f.line or 1}},
+        })
+    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,48 @@
+"""After a run: the CI reports the flags ask for (JUnit XML, annotations, step summary)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from sdpa_cli.errors import Problem, RunError
+from sdpa_cli.report import annotate as ann
+from sdpa_cli.report.outcomes import Outcome
+
+
+def finish(outcomes: Sequence[Outcome], *, junit_xml: Path | None, annotate: str | None,
+           codequality: Path | None, started: float | None = None) -> None:
+    """Write and print what CI reads; annotations go to stderr (stdout keeps --format's
+    document, and the GitHub runner reads workflow commands from both streams)."""
+    if junit_xml is not None:
+        from sdpa_cli.report.junit import write_junit
+
+        write_junit(junit_xml, outcomes, started=started)
+    findings = None
+    if ann.github_mode(annotate) == "github":
+        findings = ann.outcome_findings(outcomes)
+        for f in findings:
+            print(ann.github_line(f), file=sys.stderr)
+        try:
+            ann.append_step_summary(ann.step_summary(outcomes))
+        except OSError as e:
+            raise RunError(f"GITHUB_STEP_SUMMARY: cannot append: {e.strerror or e}") from None
+    if codequality is not None:
+        findings = findings if findings is not None else ann.outcome_findings(outcomes)
+        _write(codequality, ann.codequality(findings), "--codequality")
+
+
+def bad_input(problems: Iterable[Problem], *, annotate: str | None) -> None:
+    """Bad specs (exit 2) flagged at their file, line and column."""
+    if ann.github_mode(annotate) == "github":
+        for f in ann.problem_findings(problems):
+            print(ann.github_line(f), file=sys.stderr)
+
+
+def _write(path: Path, text: str, flag: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise RunError(f"{flag}: cannot write {path}: {e.strerror or e}") from None
