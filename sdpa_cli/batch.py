@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import paths, registry, report, spec
+from sdpa_cli import paths, registry, report, selection, spec
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, Problem, SdpaError
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
@@ -125,12 +125,25 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
 
 
 def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool = False,
-              argv: list[str] | None = None) -> int:
+              argv: list[str] | None = None, keyword: str | None = None,
+              last_failed: bool = False) -> int:
     """Validate all, then run all (keep going unless fail_fast), then index and report."""
     from sdpa_cli.report import batch as batch_report
     from sdpa_cli.report.progress import Progress
 
+    if keyword is not None:
+        selection.keyword(keyword)  # a malformed -k is exit 2 before anything is read
     planned = plan(validate(collect(targets)), settings)
+    record = selection.read_last_failed(settings.root)
+    if keyword is not None or last_failed:
+        chosen = selection.select([(p.target.name, p.spec.study) for p in planned],
+                                  expr=keyword, last_failed=record if last_failed else None)
+        if not any(chosen):
+            what = f"{keyword!r} selects" if keyword is not None else \
+                "the specs that failed last time match"
+            raise InputError(Problem(f"{what} none of the {len(planned)} specs",
+                                     flag="-k" if keyword is not None else "--last-failed"))
+        planned = [p for p, ok in zip(planned, chosen, strict=True) if ok]
     progress = Progress(len(planned), quiet=settings.quiet)
     started = time.time()
     with progress:
@@ -138,6 +151,8 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
                                       progress=progress)
     if settings.write:
         batch_report.write(outcomes, settings.root, embed=settings.plots)
+        selection.write_last_failed(settings.root, selection.updated_last_failed(
+            record, [(o.planned.target.name, o.status) for o in outcomes]))
     report.finish_ci(outcomes, settings, started=started)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))

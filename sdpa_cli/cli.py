@@ -233,10 +233,16 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Threads per experiment; results are identical for any value.")
+@click.option("-k", "keyword", metavar="EXPR", default=None,
+              help="Only specs whose name or study matches EXPR (pytest's -k: substrings "
+                   "with and / or / not and parentheses), e.g. -k 'variance and not dims'.")
+@click.option("--last-failed", "--lf", "last_failed", is_flag=True,
+              help="Only the specs that failed in the last batch written to DIR "
+                   "(all of them when none failed).")
 @ci_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
-            dpi: int | None, **ci: Any) -> int:
+            dpi: int | None, keyword: str | None, last_failed: bool, **ci: Any) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -255,7 +261,8 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
                         check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
                         **_ci_settings(**ci))
-    return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
+    return batch.run_batch(list(targets), settings, fail_fast=fail_fast, keyword=keyword,
+                           last_failed=last_failed)
 
 
 @cli.command("validate")

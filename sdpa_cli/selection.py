@@ -1,0 +1,150 @@
+"""Which specs a batch runs: pytest-style `-k EXPR` and `--last-failed` (the folder remembers)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from sdpa_cli.errors import InputError, Problem
+
+LAST_FAILED = ".sdpa-lastfailed.json"
+
+Matcher = Callable[[set[str]], bool]  # the words of a spec (name, study) → selected?
+
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|([^\s()]+))")
+_WORDS = {"and", "or", "not"}
+
+
+def _bad(message: str) -> InputError:
+    return InputError(Problem(message, flag="-k"))
+
+
+def _tokens(expr: str) -> list[str]:
+    out, pos = [], 0
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if m is None:  # only trailing blanks are left
+            break
+        out.append(m.group(0).strip())
+        pos = m.end()
+    return [t for t in out if t]
+
+
+class _Parser:
+    """expr := or; or := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom;
+    atom := '(' or ')' | WORD (a case-insensitive substring of the spec's name or study)."""
+
+    def __init__(self, expr: str) -> None:
+        self.expr = expr
+        self.tokens = _tokens(expr)
+        self.i = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.tokens[self.i]
+        self.i += 1
+        return token
+
+    def parse(self) -> Matcher:
+        if not self.tokens:
+            raise _bad("empty expression; give a name or study, e.g. -k variance")
+        matcher = self.or_()
+        if self.peek() is not None:
+            raise _bad(f"unexpected {self.peek()!r} in {self.expr!r}")
+        return matcher
+
+    def or_(self) -> Matcher:
+        parts = [self.and_()]
+        while self.peek() == "or":
+            self.take()
+            parts.append(self.and_())
+        return parts[0] if len(parts) == 1 else lambda w: any(p(w) for p in parts)
+
+    def and_(self) -> Matcher:
+        parts = [self.not_()]
+        while self.peek() == "and":
+            self.take()
+            parts.append(self.not_())
+        return parts[0] if len(parts) == 1 else lambda w: all(p(w) for p in parts)
+
+    def not_(self) -> Matcher:
+        if self.peek() == "not":
+            self.take()
+            inner = self.not_()
+            return lambda w: not inner(w)
+        return self.atom()
+
+    def atom(self) -> Matcher:
+        token = self.peek()
+        if token is None:
+            raise _bad(f"{self.expr!r} ends where a name or '(' was expected")
+        self.take()
+        if token == "(":
+            inner = self.or_()
+            if self.peek() != ")":
+                raise _bad(f"missing ')' in {self.expr!r}")
+            self.take()
+            return inner
+        if token == ")" or token in _WORDS:
+            raise _bad(f"unexpected {token!r} in {self.expr!r}; a name or '(' was expected")
+        needle = token.lower()
+        return lambda words: any(needle in w for w in words)
+
+
+def keyword(expr: str) -> Matcher:
+    """Compile a -k expression (exit 2 with one line when it is malformed)."""
+    return _Parser(expr).parse()
+
+
+def words(name: str, study: str) -> set[str]:
+    return {name.lower(), study.lower()}
+
+
+# --- --last-failed ----------------------------------------------------------------------------
+
+
+def read_last_failed(root: Path) -> set[str] | None:
+    """Names that failed in the last batch written to root (None: no record)."""
+    try:
+        doc = json.loads((root / LAST_FAILED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    failed = doc.get("failed") if isinstance(doc, dict) else None
+    return {str(n) for n in failed} if isinstance(failed, list) else None
+
+
+def updated_last_failed(previous: set[str] | None, ran: Iterable[tuple[str, str]]) -> set[str]:
+    """pytest's rule: a spec that ran leaves or joins the record by how it ended; one that
+    did not run keeps its place."""
+    failed = set(previous or ())
+    for name, status in ran:
+        if status in ("failed", "error"):
+            failed.add(name)
+        elif status == "passed":
+            failed.discard(name)
+    return failed
+
+
+def write_last_failed(root: Path, failed: set[str]) -> None:
+    from sdpa_cli.report.runfolder import write_atomic
+
+    doc = {"schema_version": 1, "failed": sorted(failed)}
+    write_atomic(root / LAST_FAILED, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+
+
+def select(names: Sequence[tuple[str, str]], *, expr: str | None = None,
+           last_failed: set[str] | None = None) -> list[bool]:
+    """For each (name, study): is it selected by -k and, when given, the last failures?
+    An empty or missing record of failures selects everything (as pytest does)."""
+    match = keyword(expr) if expr is not None else None
+    out = []
+    for name, study in names:
+        ok = match is None or match(words(name, study))
+        if last_failed:
+            ok = ok and name in last_failed
+        out.append(ok)
+    return out
