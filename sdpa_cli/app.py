@@ -35,8 +35,9 @@ def run_study(
     started = time.time()
     result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
-                              argv=argv if argv is not None else sys.argv,
-                              started=started) if settings.write else None
+                              argv=argv if argv is not None else sys.argv, started=started,
+                              input_spec=resolved.model_dump(mode="json"),
+                              ) if settings.write else None
     report.emit(result, settings, folder)
     tally = Report(check=settings.check)
     tally.add_result(result)

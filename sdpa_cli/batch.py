@@ -80,7 +80,8 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     try:
         result = registry.get(p.spec.study).run(p.spec, report.context(settings))
         folder = report.write_run(result, settings, target=p.target, argv=argv,
-                                  started=started) if settings.write else None
+                                  started=started, input_spec=p.spec.model_dump(mode="json"),
+                                  ) if settings.write else None
     except SdpaError as e:
         if not catch:
             raise
@@ -97,12 +98,30 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
                    figures=tuple(report.figure_files(result, settings)), folder=folder)
 
 
+def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
+    """The outcome of a spec whose run folder is unchanged (None: it must run)."""
+    from sdpa_cli.report import manifest, unchanged
+
+    started = time.time()
+    status = unchanged.kept_status(
+        p.target, input_sha256=unchanged.input_digest(p.spec.model_dump(mode="json")),
+        render=unchanged.render_settings(settings.plots, settings.svg, settings.dpi),
+        versions=manifest.versions())
+    if status is None:
+        return None
+    pngs = tuple(sorted(f.name for f in p.target.glob("*.png"))) if settings.plots else ()
+    return Outcome(p, status, seconds=time.time() - started, figures=pngs, folder=p.target,
+                   kept=True)
+
+
 def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
                 argv: list[str] | None = None, fail_fast: bool = False,
                 progress: Progress | None = None, catch: bool = True,
-                ) -> tuple[list[Outcome], Report]:
+                keep_unchanged: bool = False) -> tuple[list[Outcome], Report]:
     """The one batch runner (`sdpa run` and `worked-example --all`): probe the folder, run
-    every planned spec in order, stop early under fail_fast, count into a Report."""
+    every planned spec in order, stop early under fail_fast, count into a Report.
+    With keep_unchanged, a run folder whose manifest records this very spec, code, library
+    versions and figure settings is kept as it is (its recorded status counts)."""
     for p in planned[:1] if settings.write else ():
         report.ready(p.target)  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv
@@ -111,7 +130,8 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
     for i, p in enumerate(planned):
         if progress is not None:
             progress.start(i, p.spec.name or p.file.stem, p.spec.study)
-        outcome = run_one(p, settings, argv, catch=catch)
+        outcome = (_kept(p, settings) if keep_unchanged else None) or \
+            run_one(p, settings, argv, catch=catch)
         outcomes.append(outcome)
         tally.add(outcome)
         if progress is not None:
@@ -126,7 +146,7 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
 
 def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool = False,
               argv: list[str] | None = None, keyword: str | None = None,
-              last_failed: bool = False) -> int:
+              last_failed: bool = False, force: bool = False) -> int:
     """Validate all, then run all (keep going unless fail_fast), then index and report."""
     from sdpa_cli.report import batch as batch_report
     from sdpa_cli.report.progress import Progress
@@ -148,7 +168,8 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     started = time.time()
     with progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
-                                      progress=progress)
+                                      progress=progress,
+                                      keep_unchanged=settings.write and not force)
     if settings.write:
         batch_report.write(outcomes, settings.root, embed=settings.plots)
         selection.write_last_failed(settings.root, selection.updated_last_failed(

@@ -239,10 +239,14 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
 @click.option("--last-failed", "--lf", "last_failed", is_flag=True,
               help="Only the specs that failed in the last batch written to DIR "
                    "(all of them when none failed).")
+@click.option("--force", is_flag=True,
+              help="Rerun every spec; by default a run folder whose manifest records the same "
+                   "spec, sdpa code, library versions and figure settings is kept.")
 @ci_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
-            dpi: int | None, keyword: str | None, last_failed: bool, **ci: Any) -> int:
+            dpi: int | None, keyword: str | None, last_failed: bool, force: bool,
+            **ci: Any) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -262,7 +266,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
                         check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
                         **_ci_settings(**ci))
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast, keyword=keyword,
-                           last_failed=last_failed)
+                           last_failed=last_failed, force=force)
 
 
 @cli.command("validate")

@@ -8,16 +8,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sdpa_cli.errors import RunError
-from sdpa_cli.report import manifest, writers
+from sdpa_cli.report import manifest, unchanged, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Result
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from sdpa_cli.report.outcomes import Outcome
 
@@ -75,8 +75,9 @@ def _final(tmp_file: Path) -> Path:
 
 
 def write_run(result: Result, settings: Settings, *, target: Path, argv: list[str],
-              started: float) -> Path:
-    """Build the whole run folder beside `target`, then swap it in at once."""
+              started: float, input_spec: Mapping[str, Any] | None = None) -> Path:
+    """Build the whole run folder beside `target`, then swap it in at once. `input_spec`
+    (the validated spec the study ran) lets a later `sdpa run` keep the folder unchanged."""
     folder = RunFolder(target)
     pictures = figure_files(result, settings)
     with folder as tmp:
@@ -100,7 +101,8 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
         doc = manifest.build(
             spec=dict(result.spec), argv=argv, started=started, ended=time.time(),
             status="passed" if result.passed else "failed", workers=settings.workers,
-            files=files,
+            files=files, reuse=unchanged.reuse_fields(input_spec, settings.plots, settings.svg,
+                                                      settings.dpi),
         )
         _write(tmp / "manifest.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         folder.commit()

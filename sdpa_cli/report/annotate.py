@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.report.outcomes import Outcome
+from sdpa_cli.report.unchanged import recorded
 from sdpa_cli.spec import yamlio
 from sdpa_cli.studies.audit import split_quantity
 from sdpa_cli.studies.result import AuditEntry
@@ -85,11 +86,15 @@ def outcome_findings(outcomes: Sequence[Outcome]) -> list[Finding]:
             out.append(Finding(f"{name}: {o.error}", file, 1 if file else None,
                                1 if file else None, "sdpa: could not run", "error"))
             continue
-        if o.result is None:
+        if o.result is not None:
+            checks, audit = o.result.checks, o.result.audit
+        elif o.kept and o.folder is not None:  # unchanged: what its run folder recorded
+            checks, audit = recorded(o.folder)
+        else:
             continue
         doc: yamlio.Document | None = None
         looked = False
-        for a in o.result.audit:
+        for a in audit:
             if not (a.unaccepted or a.stale):
                 continue
             if not looked and file is not None:
@@ -103,7 +108,7 @@ def outcome_findings(outcomes: Sequence[Outcome]) -> list[Finding]:
                     f"printed {a.printed}, computed {a.computed}")
             out.append(Finding(f"{name}: {a.source}: {a.quantity}: {what}", file, line, col,
                                "sdpa audit", "audit"))
-        for c in o.result.checks:
+        for c in checks:
             if not c.passed and c.name != "audit":  # the audit is flagged entry by entry
                 out.append(Finding(f"{name}: {c.name}: {c.detail}", file, 1 if file else None,
                                    1 if file else None, "sdpa check failed", "check"))

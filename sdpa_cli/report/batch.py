@@ -18,6 +18,7 @@ from sdpa_cli.report.formatting import cell, number
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.runfolder import write_atomic
 from sdpa_cli.report.terminal import console
+from sdpa_cli.report.unchanged import recorded
 from sdpa_cli.studies.result import Result, Table
 
 
@@ -40,6 +41,17 @@ def _findings(result: Result | None) -> tuple[int, int]:
     return len(bad), sum(1 for a in bad if a.accepted)
 
 
+def _checks(o: Outcome) -> str:
+    """"passed/total" checks; a kept (unchanged) run folder's from its results.json."""
+    if o.result is not None:
+        checks = o.result.checks
+    elif o.kept and o.folder is not None:
+        checks = recorded(o.folder)[0]
+    else:
+        return "—"
+    return f"{sum(c.passed for c in checks)}/{len(checks)}"
+
+
 def _headline(outcomes: Sequence[Outcome]) -> str:
     counts = _counts(outcomes)
     parts = [f"{n} {status}" for status, n in sorted(counts.items())]
@@ -55,7 +67,7 @@ def index_md(outcomes: Sequence[Outcome]) -> str:
              "|---|---|---|---|---|---|"]
     for o in outcomes:
         r = o.result
-        checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
+        checks = _checks(o)
         bad, ok = _findings(r)
         doc = o.planned.spec.document or "—"
         lines.append(f"| [{_name(o)}](#{_anchor(o)}) | {o.planned.spec.study} | {doc} | "
@@ -67,6 +79,9 @@ def index_md(outcomes: Sequence[Outcome]) -> str:
             title = o.planned.spec.title or _name(o)
             lines += [f"## {title}", "", f"Spec: `{o.planned.file}`", "",
                       f"**{o.status}**" + (f": {o.error}" if o.error else ""), ""]
+            if o.kept:
+                lines += [f"Unchanged since its last run, kept: [{_name(o)}/table.md]"
+                          f"({_name(o)}/table.md) (`sdpa run --force` reruns it).", ""]
             continue
         figures = [f"{_name(o)}/{f}" for f in o.figures]
         lines += writers.result_markdown(o.result, level=2, figures=figures)
@@ -136,8 +151,10 @@ def _section(o: Outcome, root: Path, embed: bool) -> str:
     out.append(f'<p class="meta">Spec: {_e(o.planned.file)} · study {_e(spec.study)} · '
                f"run folder {_e(_name(o))}/</p>")
     if r is None:
+        kept = (f' · unchanged since its last run, kept: <a href="{_e(_name(o))}/table.md">'
+                f"{_e(_name(o))}/table.md</a>") if o.kept else ""
         out.append(f"<p><strong>{_e(o.status)}</strong>{': ' + _e(o.error) if o.error else ''}"
-                   "</p></section>")
+                   f"{kept}</p></section>")
         return "\n".join(out)
     if r.description:
         out.append(f"<p>{_e(r.description)}</p>")
@@ -226,6 +243,7 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
                 "study": o.planned.spec.study,
                 "file": str(o.planned.file),
                 "status": o.status,
+                "kept": o.kept,
                 "error": o.error,
                 "checks_failed": [c.name for c in o.result.checks if not c.passed]
                 if o.result else [],
@@ -246,10 +264,11 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
         table.add_column(header, justify="right" if header in ("seconds",) else "left")
     for o in outcomes:
         r = o.result
-        checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
+        checks = _checks(o)
         bad, ok = _findings(r)
         style = {"passed": "green", "failed": "red", "error": "bold red"}.get(o.status, "dim")
-        table.add_row(_name(o), o.planned.spec.study, Text(o.status, style=style), checks,
+        status = Text(o.status + (" (unchanged, kept)" if o.kept else ""), style=style)
+        table.add_row(_name(o), o.planned.spec.study, status, checks,
                       f"{bad} ({ok} accepted)", f"{o.seconds:.1f}")
     con.print(table)
     for o in outcomes:

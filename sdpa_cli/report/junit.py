@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sdpa_cli.report.outcomes import Outcome
+from sdpa_cli.report.unchanged import recorded
 from sdpa_cli.studies.result import AuditEntry
 
 # XML 1.0 cannot hold most control characters, even escaped: a detail must not break the file.
@@ -60,7 +61,12 @@ def _suite(o: Outcome, timestamp: str, hostname: str) -> ET.Element:
     ET.SubElement(props, "property", name="study", value=study)
     ET.SubElement(props, "property", name="spec", value=_text(o.planned.file))
     tests = failures = errors = skipped = 0
-    if o.result is None:  # could not run, or not run at all (--fail-fast)
+    checks, audit = (o.result.checks, o.result.audit) if o.result is not None else \
+        recorded(o.folder) if o.kept and o.folder is not None else ((), ())
+    if o.kept:
+        ET.SubElement(props, "property", name="kept",
+                      value="unchanged since its run folder was written (--force reruns it)")
+    if o.result is None and not o.kept:  # could not run, or not run at all (--fail-fast)
         case = ET.SubElement(suite, "testcase", name="run", classname=classname,
                              time=_seconds(o.seconds))
         tests = 1
@@ -68,19 +74,16 @@ def _suite(o: Outcome, timestamp: str, hostname: str) -> ET.Element:
             ET.SubElement(case, "skipped", message="not run: an earlier spec failed "
                                                    "(--fail-fast)")
             skipped = 1
-        elif o.status == "unchanged":
-            ET.SubElement(case, "skipped", message="unchanged, kept (use --force to rerun)")
-            skipped = 1
         else:
             msg = o.error or o.status
             ET.SubElement(case, "error", type="error", message=_text(msg)).text = _text(msg)
             errors = 1
     else:
-        for a in o.result.audit:
+        for a in audit:
             if a.accepted:
                 ET.SubElement(props, "property", name=_text(f"accepted: {_audit_name(a)}"),
                               value=_text(a.accepted))
-        for c in o.result.checks:
+        for c in checks:
             case = ET.SubElement(suite, "testcase", name=_text(f"check: {c.name}"),
                                  classname=classname, time="0.000")
             tests += 1
@@ -90,7 +93,7 @@ def _suite(o: Outcome, timestamp: str, hostname: str) -> ET.Element:
                 failures += 1
             else:
                 ET.SubElement(case, "system-out").text = _text(c.detail)
-        for a in o.result.audit:
+        for a in audit:
             tests += 1
             failures += _audit_case(suite, classname, a) == "failed"
     for key, n in (("tests", tests), ("failures", failures), ("errors", errors),

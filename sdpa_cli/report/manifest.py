@@ -55,11 +55,24 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
 
 
+def versions() -> dict[str, str | None]:
+    """The library versions a run used (a change reruns the spec under `sdpa run`)."""
+    return {
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "matplotlib": _version("matplotlib"),
+        "rich": _version("rich"),
+        "pydantic": _version("pydantic"),
+        "pyyaml": _version("PyYAML"),
+        "click": _version("click"),
+    }
+
+
 def build(
     *, spec: dict[str, Any], argv: list[str], started: float, ended: float, status: str,
-    workers: int, files: list[Path],
+    workers: int, files: list[Path], reuse: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    doc = {
         "sdpa_version": __version__,
         "argv": argv,
         "study": spec.get("study"),
@@ -69,15 +82,7 @@ def build(
         "seed": {"entropy": spec.get("seed"), "bit_generator": BIT_GENERATOR,
                  "spawn_key": "(index, block)"},
         "workers": workers,
-        "versions": {
-            "python": platform.python_version(),
-            "numpy": _version("numpy"),
-            "matplotlib": _version("matplotlib"),
-            "rich": _version("rich"),
-            "pydantic": _version("pydantic"),
-            "pyyaml": _version("PyYAML"),
-            "click": _version("click"),
-        },
+        "versions": versions(),
         "platform": platform.platform(),
         "git_commit": git_commit(Path.cwd()),
         "started": iso(started),
@@ -89,3 +94,7 @@ def build(
             for p in sorted(files, key=lambda p: p.name)
         ],
     }
+    # What `sdpa run` compares to keep an unchanged run folder (report/unchanged.py):
+    # code_sha256, input_sha256 and render, appended after the fields above.
+    doc.update(reuse or {})
+    return doc

@@ -1,0 +1,90 @@
+"""Skip what has not changed (DVC's `repro`): a run folder is kept when its manifest records
+exactly this spec, this sdpa source, these library versions and these figure settings."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import sdpa_cli
+from sdpa_cli.studies.result import AuditEntry, Check
+
+MANIFEST = "manifest.json"
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over every .py file of the installed sdpa_cli package (path and bytes, sorted):
+    any change to sdpa's own code changes it. Computed once per process (a few ms)."""
+    root = Path(sdpa_cli.__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel:
+            continue
+        h.update(rel.encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def input_digest(spec_json: Mapping[str, Any]) -> str:
+    """sha256 of the validated spec as it entered the study (canonical JSON)."""
+    text = json.dumps(spec_json, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def render_settings(plots: bool, svg: bool, dpi: int | None) -> dict[str, Any]:
+    """What decides which figure files a run writes (none of it changes a number)."""
+    return {"plots": plots, "svg": svg, "dpi": dpi}
+
+
+def reuse_fields(input_spec: Mapping[str, Any] | None, plots: bool, svg: bool,
+                 dpi: int | None) -> dict[str, Any]:
+    """The manifest fields kept_status compares (no input_sha256 without the input spec)."""
+    out: dict[str, Any] = {"code_sha256": code_digest()}
+    if input_spec is not None:
+        out["input_sha256"] = input_digest(input_spec)
+    out["render"] = render_settings(plots, svg, dpi)
+    return out
+
+
+def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
+                versions: Mapping[str, Any]) -> str | None:
+    """The recorded status ("passed"/"failed") when the folder may be kept as it is; None
+    when anything differs, is missing, or was not recorded (then the spec runs again)."""
+    try:
+        doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    same = (doc.get("code_sha256") == code_digest()
+            and doc.get("input_sha256") == input_sha256
+            and doc.get("render") == dict(render)
+            and doc.get("versions") == dict(versions))
+    if not same or doc.get("status") not in ("passed", "failed"):
+        return None
+    for entry in doc.get("outputs") or [{}]:  # every file it wrote is still there, same size
+        try:
+            if (folder / entry["path"]).stat().st_size != entry["bytes"]:
+                return None
+        except (OSError, KeyError, TypeError):
+            return None
+    return str(doc["status"])
+
+
+def recorded(folder: Path) -> tuple[tuple[Check, ...], tuple[AuditEntry, ...]]:
+    """The checks and audit a kept run folder's results.json holds (for JUnit, annotations)."""
+    try:
+        doc = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]))
+                       for c in doc.get("checks", []))
+        audit = tuple(AuditEntry(**{k: a.get(k) for k in AuditEntry.__dataclass_fields__})
+                      for a in doc.get("audit", []))
+    except (OSError, ValueError, KeyError, TypeError):
+        return (), ()
+    return checks, audit

@@ -1,0 +1,97 @@
+"""`sdpa run` keeps run folders whose spec, code, libraries and figure settings are unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import write_spec
+
+from sdpa_cli.report import unchanged
+
+OK = "study: variance\ndims: [4]\npairs: 200\nseed: 1\n"
+FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
+
+
+@pytest.fixture
+def specs(workdir: Path) -> Path:
+    folder = workdir / "specs"
+    folder.mkdir()
+    write_spec(folder, "a-ok.yaml", OK)
+    write_spec(folder, "b-failing.yaml", FAILING)
+    return folder
+
+
+def _run(sdpa, specs: Path, *extra: str) -> dict[str, dict]:
+    r = sdpa("run", str(specs), "--no-plots", "-q", "--format", "json", *extra)
+    assert r.code in (0, 1), r.err
+    return {e["name"]: e for e in r.json()["experiments"]}
+
+
+def _stamp(workdir: Path, name: str) -> int:
+    return (workdir / "outputs" / name / "manifest.json").stat().st_ino
+
+
+def test_second_run_keeps_everything_and_force_reruns(sdpa, specs, workdir):
+    first = _run(sdpa, specs)
+    assert not any(e["kept"] for e in first.values())
+    manifest = json.loads((workdir / "outputs" / "a-ok" / "manifest.json").read_text())
+    assert manifest["code_sha256"] == unchanged.code_digest()
+    assert manifest["render"] == {"plots": False, "svg": False, "dpi": None}
+    before = _stamp(workdir, "a-ok")
+    second = _run(sdpa, specs)
+    assert all(e["kept"] for e in second.values())
+    assert {n: e["status"] for n, e in second.items()} == {"a-ok": "passed",
+                                                           "b-failing": "failed"}
+    assert _stamp(workdir, "a-ok") == before  # the folder was not rewritten
+    assert "Unchanged since its last run, kept" in (workdir / "outputs" / "index.md").read_text()
+    forced = _run(sdpa, specs, "--force")
+    assert not any(e["kept"] for e in forced.values())
+    assert _stamp(workdir, "a-ok") != before
+
+
+def test_a_kept_failure_still_fails_the_check_and_the_junit_report(sdpa, specs, workdir):
+    _run(sdpa, specs)
+    xml = workdir / "j.xml"
+    r = sdpa("run", str(specs), "--no-plots", "-q", "--check", "--junit-xml", str(xml))
+    assert r.code == 1
+    text = xml.read_text()
+    assert 'name="b-failing"' in text and 'failures="2"' in text and 'name="kept"' in text
+
+
+@pytest.mark.parametrize("change", ["spec", "code", "figures", "lost file", "library"])
+def test_any_change_reruns_the_spec(sdpa, specs, workdir, monkeypatch, change):
+    _run(sdpa, specs)
+    extra: tuple[str, ...] = ()
+    if change == "spec":
+        write_spec(specs, "a-ok.yaml", OK.replace("pairs: 200", "pairs: 201"))
+    elif change == "code":
+        monkeypatch.setattr(unchanged, "code_digest", lambda: "0" * 64)
+    elif change == "figures":
+        extra = ("--svg",)
+    elif change == "lost file":
+        (workdir / "outputs" / "a-ok" / "table.csv").unlink()
+    else:
+        from sdpa_cli.report import manifest
+
+        real = manifest.versions
+        monkeypatch.setattr(manifest, "versions", lambda: {**real(), "numpy": "0.0"})
+    again = _run(sdpa, specs, *extra)
+    assert again["a-ok"]["kept"] is False
+    assert again["b-failing"]["kept"] is (change in ("spec", "lost file"))
+
+
+def test_code_digest_covers_every_source_file():
+    import sdpa_cli
+
+    root = Path(sdpa_cli.__file__).parent
+    assert len(unchanged.code_digest()) == 64
+    assert unchanged.code_digest() is unchanged.code_digest()  # computed once
+    assert sum(1 for _ in root.rglob("*.py")) > 30
+
+
+def test_the_summary_says_unchanged_kept(sdpa, specs):
+    _run(sdpa, specs)
+    r = sdpa("run", str(specs), "--no-plots")
+    assert "passed (unchanged, kept)" in r.err
