@@ -269,6 +269,36 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
                            last_failed=last_failed, force=force)
 
 
+@cli.command("compare")
+@click.argument("a", metavar="A", type=click.Path(path_type=Path))
+@click.argument("b", metavar="B", type=click.Path(path_type=Path))
+@click.option("--tolerance", type=click.FloatRange(0, min_open=True), default=4.0,
+              show_default=True, metavar="K",
+              help="Monte Carlo quantities agree when |A − B| ≤ K standard errors.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),
+              default="table", show_default=True,
+              help="table: a summary on stderr; json/markdown: every quantity on stdout.")
+@click.option("--exact", is_flag=True,
+              help="Byte for byte instead: every file but the manifests must be identical.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+def compare_cmd(a: Path, b: Path, tolerance: float, fmt: str, exact: bool,
+                quiet: bool) -> int:
+    """Compare two run folders (or two batch folders): parameters, quantities, figures.
+
+    Exit 0 when every Monte Carlo quantity agrees within K standard errors and every
+    deterministic one is equal (with --exact: every file is identical), 1 otherwise.
+
+    \b
+    Examples:
+      sdpa compare outputs/day74-dims /tmp/other/day74-dims
+      sdpa compare batch1 batch2 --exact
+      sdpa compare old new --tolerance 3 --format markdown
+    """
+    from sdpa_cli import compare
+
+    return compare.run(a, b, tolerance=tolerance, fmt=fmt, exact_mode=exact, quiet=quiet)
+
+
 @cli.command("validate")
 @PATHS_ARG
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")

@@ -1,0 +1,314 @@
+"""`sdpa compare A B`: two run folders (or two batch folders) side by side, judged in standard
+errors where a quantity is Monte Carlo and by exact equality where it is deterministic."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sdpa_cli import __version__
+from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
+
+SCHEMA_VERSION = 1
+FIGURES = (".png", ".svg")
+SKIP_EXACT = {"manifest.json"}  # holds times and argv: never byte-identical
+# A standard error named otherwise than `<x>_se`: the variance study's `se` is Var's.
+SE_ALIASES = {"se": "variance"}
+
+
+@dataclass
+class Quantity:
+    table: str
+    row: int
+    field: str
+    a: Any
+    b: Any
+    kind: str  # "monte-carlo" (judged in se), "exact", "unjudged" (random, no se)
+    agree: bool
+    se_a: float | None = None
+    se_b: float | None = None
+    z: float | None = None  # (a − b) / √(se_a² + se_b²)
+
+
+@dataclass
+class RunComparison:
+    name: str
+    parameters: list[dict[str, Any]] = field(default_factory=list)
+    quantities: list[Quantity] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def agree(self) -> bool:
+        """Figures are listed, not judged: two seeds draw different pictures of the same
+        law (byte identity is --exact's business)."""
+        return not self.problems and all(q.agree for q in self.quantities)
+
+
+# --- reading folders ---------------------------------------------------------------------------
+
+
+def is_run_folder(path: Path) -> bool:
+    return (path / "results.json").is_file()
+
+
+def _results(folder: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(Problem(f"cannot read results.json: {e}", file=str(folder))) from None
+    if not isinstance(doc, dict):
+        raise InputError(Problem("results.json is not an sdpa result", file=str(folder)))
+    return doc
+
+
+def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
+    """(name, run folder in A, run folder in B) for every run both hold; what only one has."""
+    for p, flag in ((a, "A"), (b, "B")):
+        if not p.is_dir():
+            raise InputError(Problem(f"{p}: no such folder", flag=flag))
+    if is_run_folder(a) and is_run_folder(b):
+        return [(a.name if a.name == b.name else f"{a.name} ↔ {b.name}", a, b)], []
+    if is_run_folder(a) or is_run_folder(b):
+        raise InputError(Problem("compare two run folders or two batch folders, not one of "
+                                 "each", flag="A B"))
+    runs_a = {p.name for p in a.iterdir() if p.is_dir() and is_run_folder(p)}
+    runs_b = {p.name for p in b.iterdir() if p.is_dir() and is_run_folder(p)}
+    if not runs_a and not runs_b:
+        raise InputError(Problem(f"neither {a} nor {b} holds a run folder (results.json)",
+                                 flag="A B"))
+    only = [f"only in {a}: {n}" for n in sorted(runs_a - runs_b)]
+    only += [f"only in {b}: {n}" for n in sorted(runs_b - runs_a)]
+    return [(n, a / n, b / n) for n in sorted(runs_a & runs_b)], only
+
+
+# --- comparing ---------------------------------------------------------------------------------
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _parameters(sa: dict[str, Any], sb: dict[str, Any]) -> list[dict[str, Any]]:
+    fa, fb = _flat(sa), _flat(sb)
+    return [{"key": k, "a": fa.get(k), "b": fb.get(k)} for k in sorted(set(fa) | set(fb))
+            if fa.get(k) != fb.get(k)]
+
+
+def _se_fields(row: dict[str, Any]) -> dict[str, str]:
+    """quantity → its standard-error field, from the names `<x>` and `<x>_se`."""
+    out = {k[:-3]: k for k in row if k.endswith("_se") and k[:-3] in row}
+    out.update({x: se for se, x in SE_ALIASES.items() if se in row and x in row})
+    return out
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _compare_rows(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]],
+                  tolerance: float) -> tuple[list[Quantity], list[str]]:
+    problems = []
+    if len(ra) != len(rb):
+        problems.append(f"table {table}: {len(ra)} rows in A, {len(rb)} in B")
+    out: list[Quantity] = []
+    for i, (a, b) in enumerate(zip(ra, rb, strict=False)):
+        ses = _se_fields(a) | _se_fields(b)
+        monte_carlo = bool(ses)
+        se_names = set(ses.values())
+        for key in [*a, *(k for k in b if k not in a)]:
+            if key in se_names:
+                continue  # shown beside its quantity
+            va, vb = a.get(key), b.get(key)
+            if key in ses and _number(va) and _number(vb):
+                sa, sb = a.get(ses[key]), b.get(ses[key])
+                spread = math.hypot(sa or 0.0, sb or 0.0) if _number(sa) or _number(sb) \
+                    else 0.0
+                if spread > 0:
+                    z = (va - vb) / spread
+                    out.append(Quantity(table, i, key, va, vb, "monte-carlo",
+                                        abs(z) <= tolerance, sa, sb, z))
+                    continue
+            # Exact: every value of a deterministic row; in a Monte Carlo row the identity
+            # columns (integers, words) and the closed forms (theory_*). Other random
+            # numbers without a standard error are shown, not judged.
+            exact = not monte_carlo or va == vb or not _number(va) or not _number(vb) or \
+                (isinstance(va, int) and isinstance(vb, int)) or key.startswith("theory_")
+            if exact:
+                out.append(Quantity(table, i, key, va, vb, "exact", va == vb))
+            else:
+                out.append(Quantity(table, i, key, va, vb, "unjudged", True))
+    return out, problems
+
+
+def _figures(a: Path, b: Path) -> list[dict[str, Any]]:
+    names = sorted({p.name for d in (a, b) for p in d.iterdir()
+                    if p.is_file() and p.suffix in FIGURES})
+    out = []
+    for n in names:
+        pa, pb = a / n, b / n
+        same = pa.is_file() and pb.is_file() and pa.read_bytes() == pb.read_bytes()
+        out.append({"file": n, "same": same, "in_a": pa.is_file(), "in_b": pb.is_file()})
+    return out
+
+
+def compare_runs(name: str, a: Path, b: Path, tolerance: float) -> RunComparison:
+    da, db = _results(a), _results(b)
+    rc = RunComparison(name, parameters=_parameters(da.get("spec") or {}, db.get("spec") or {}))
+    if da.get("study") != db.get("study"):
+        rc.problems.append(f"different studies: {da.get('study')} and {db.get('study')}")
+        return rc
+    tables = [("rows", da.get("rows") or [], db.get("rows") or [])]
+    ta, tb = da.get("tables") or {}, db.get("tables") or {}
+    tables += [(t, ta.get(t) or [], tb.get(t) or []) for t in sorted(set(ta) | set(tb))]
+    for table, ra, rb in tables:
+        quantities, problems = _compare_rows(table, ra, rb, tolerance)
+        rc.quantities.extend(quantities)
+        rc.problems.extend(problems)
+    rc.figures = _figures(a, b)
+    return rc
+
+
+def exact(a: Path, b: Path) -> list[str]:
+    """Byte-for-byte: every file but the manifests (the determinism guarantee)."""
+    def files(root: Path) -> set[Path]:
+        return {p.relative_to(root) for p in root.rglob("*")
+                if p.is_file() and p.name not in SKIP_EXACT}
+
+    fa, fb = files(a), files(b)
+    problems = [f"only in {a}: {p}" for p in sorted(fa - fb)]
+    problems += [f"only in {b}: {p}" for p in sorted(fb - fa)]
+    problems += [f"differs: {p}" for p in sorted(fa & fb)
+                 if (a / p).read_bytes() != (b / p).read_bytes()]
+    if not fa:
+        problems.append(f"no files in {a}")
+    return problems
+
+
+def exact_doc(a: Path, b: Path) -> dict[str, Any]:
+    for p, flag in ((a, "A"), (b, "B")):
+        if not p.is_dir():
+            raise InputError(Problem(f"{p}: no such folder", flag=flag))
+    problems = exact(a, b)
+    return {"schema_version": SCHEMA_VERSION, "sdpa_version": __version__, "a": str(a),
+            "b": str(b), "mode": "exact", "agree": not problems, "problems": problems,
+            "runs": []}
+
+
+def compare(a: Path, b: Path, *, tolerance: float = 4.0) -> dict[str, Any]:
+    """The compare document (JSON-ready)."""
+    pairs, only = _pairs(a, b)
+    runs = [compare_runs(n, pa, pb, tolerance) for n, pa, pb in pairs]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "sdpa_version": __version__,
+        "a": str(a), "b": str(b), "mode": "statistical", "tolerance": tolerance,
+        "agree": not only and all(r.agree for r in runs),
+        "problems": only,
+        "runs": [{"name": r.name, "agree": r.agree, **asdict(r)} for r in runs],
+    }
+
+
+def exit_code(doc: dict[str, Any]) -> int:
+    return EXIT_OK if doc["agree"] else EXIT_CHECK_FAILED
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def _v(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return "—" if x is None else str(x)
+
+
+def _judged(q: dict[str, Any]) -> str:
+    if q["kind"] == "monte-carlo":
+        return f"{q['z']:+.2f} se" + ("" if q["agree"] else " ✗")
+    if q["kind"] == "exact":
+        return "equal" if q["agree"] else "differs ✗"
+    return "random, no se"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    verdict = "agree" if doc["agree"] else "DIFFER"
+    if doc["mode"] == "exact":
+        return "\n".join([f"# sdpa compare --exact: {doc['a']} vs {doc['b']}: {verdict}", "",
+                          *(f"- {p}" for p in doc["problems"])]) + "\n"
+    lines = [f"# sdpa compare: {doc['a']} vs {doc['b']}: {verdict}", "",
+             f"Monte Carlo quantities agree within ±{doc['tolerance']:g} standard errors; "
+             "deterministic ones must be equal.", ""]
+    lines += [f"- {p}" for p in doc["problems"]]
+    for r in doc["runs"]:
+        lines += ["", f"## {r['name']}: {'agree' if r['agree'] else 'DIFFER'}", ""]
+        lines += [f"- {p}" for p in r["problems"]]
+        if r["parameters"]:
+            lines += ["| parameter | A | B |", "|---|---|---|"]
+            lines += [f"| {p['key']} | {_v(p['a'])} | {_v(p['b'])} |" for p in r["parameters"]]
+            lines.append("")
+        lines += ["| table | row | quantity | A | B | judged |", "|---|---:|---|---:|---:|---|"]
+        lines += [f"| {q['table']} | {q['row']} | {q['field']} | {_v(q['a'])} | {_v(q['b'])} "
+                  f"| {_judged(q)} |" for q in r["quantities"]]
+        if r["figures"]:
+            lines += ["", "| figure | bytes |", "|---|---|"]
+            lines += [f"| {f['file']} | {'same' if f['same'] else 'differ'} |"
+                      for f in r["figures"]]
+    return "\n".join(lines) + "\n"
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    """The terminal report: per run a verdict, then only what disagrees."""
+    out = list(doc["problems"])
+    if doc["mode"] == "exact":
+        return [*out, f"byte for byte (manifests aside): "
+                      f"{'identical' if doc['agree'] else 'they differ'}"]
+    for r in doc["runs"]:
+        qs = r["quantities"]
+        mc = [q for q in qs if q["kind"] == "monte-carlo"]
+        worst = max((abs(q["z"]) for q in mc), default=0.0)
+        head = (f"{'agree ' if r['agree'] else 'DIFFER'} {r['name']}: {len(qs)} quantities "
+                f"({len(mc)} Monte Carlo, largest |Δ| = {worst:.2f} se)")
+        if r["parameters"]:
+            head += "; parameters differ: " + ", ".join(
+                f"{p['key']} {_v(p['a'])} → {_v(p['b'])}" for p in r["parameters"][:6])
+        out.append(head)
+        out += [f"    {p}" for p in r["problems"]]
+        out += [f"    {q['table']}[{q['row']}].{q['field']}: {_v(q['a'])} vs {_v(q['b'])} "
+                f"({_judged(q)})" for q in qs if not q["agree"]]
+        out += [f"    figure {f['file']} differs" for f in r["figures"] if not f["same"]]
+    n = len(doc["runs"])
+    out.append(f"{n} run(s) compared: {'all agree' if doc['agree'] else 'they differ'} "
+               f"(tolerance ±{doc['tolerance']:g} se)")
+    return out
+
+
+def as_json(doc: dict[str, Any]) -> str:
+    from sdpa_cli.studies.result import clean
+
+    return json.dumps(clean(doc), indent=2, ensure_ascii=False) + "\n"
+
+
+def run(a: Path, b: Path, *, tolerance: float, fmt: str, exact_mode: bool,
+        quiet: bool) -> int:
+    """`sdpa compare`: the document on stdout for json/markdown, the summary on stderr."""
+    import sys
+
+    from sdpa_cli.report import write_stdout
+
+    doc = exact_doc(a, b) if exact_mode else compare(a, b, tolerance=tolerance)
+    if fmt == "json":
+        write_stdout(as_json(doc))
+    elif fmt == "markdown":
+        write_stdout(markdown(doc))
+    if not quiet:
+        for line in summary_lines(doc):
+            print(line, file=sys.stderr)
+    return exit_code(doc)

@@ -1,0 +1,95 @@
+"""`sdpa compare A B` (issue 12): parameters, quantities in standard errors, exact mode."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import write_spec
+
+from sdpa_cli.compare import compare
+
+VARIANCE = "study: variance\ndims: [4, 16]\npairs: 300\nseed: {seed}\n"
+WORKED = """study: worked-example
+title: tiny
+source: "000_0e5125495e9ebe01.txt, test"
+parts:
+  - {{name: p, kind: attention, tokens: [a, b], q: [[1, 0], [0, {x}]], k: [[1, 0], [0, 1]]}}
+"""
+
+
+def _fake_run(folder: Path, rows: list[dict], spec: dict | None = None) -> Path:
+    folder.mkdir(parents=True)
+    doc = {"study": "variance", "name": folder.name, "spec": spec or {"seed": 1},
+           "rows": rows}
+    (folder / "results.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_monte_carlo_quantities_are_judged_in_standard_errors(tmp_path):
+    a = _fake_run(tmp_path / "a" / "r", [{"dim": 4, "variance": 1.0, "se": 0.1,
+                                          "mean": 0.0, "mean_se": 0.5, "ratio": 0.9}])
+    b = _fake_run(tmp_path / "b" / "r", [{"dim": 4, "variance": 1.3, "se": 0.2,
+                                          "mean": 0.0, "mean_se": 0.5, "ratio": 0.8}],
+                  spec={"seed": 2})
+    z = (1.0 - 1.3) / math.sqrt(0.1**2 + 0.2**2)  # −1.3416…
+    doc = compare(a, b, tolerance=1.35)
+    run = doc["runs"][0]
+    q = {x["field"]: x for x in run["quantities"]}
+    assert q["variance"]["kind"] == "monte-carlo"
+    assert q["variance"]["z"] == pytest.approx(z, rel=1e-12)
+    assert (q["variance"]["se_a"], q["variance"]["se_b"]) == (0.1, 0.2)
+    assert q["dim"]["kind"] == "exact" and q["mean"]["z"] == 0.0
+    assert q["ratio"]["kind"] == "unjudged"  # random, and no standard error to judge it by
+    assert run["parameters"] == [{"key": "seed", "a": 1, "b": 2}]
+    assert doc["agree"] is True
+    assert compare(a, b, tolerance=1.3)["agree"] is False
+
+
+def test_two_seeds_agree_and_a_tiny_tolerance_does_not(sdpa, workdir):
+    for seed in (1, 2):
+        spec = write_spec(workdir, f"s{seed}.yaml", VARIANCE.format(seed=seed))
+        assert sdpa("variance", str(spec), "--out", f"r{seed}", "--no-plots", "-q").code == 0
+    r = sdpa("compare", "r1", "r2", "--format", "json")
+    assert r.code == 0, r.err
+    doc = r.json()
+    assert doc["schema_version"] == 1 and doc["sdpa_version"]
+    assert {p["key"] for p in doc["runs"][0]["parameters"]} == {"name", "seed"}  # s1, s2
+    assert sdpa("compare", "r1", "r2", "--tolerance", "0.0001").code == 1
+    md = sdpa("compare", "r1", "r2", "--format", "markdown")
+    assert md.out.startswith("# sdpa compare: r1 vs r2: agree")
+    assert "| seed | 1 | 2 |" in md.out
+
+
+def test_a_deterministic_difference_fails(sdpa, workdir):
+    for x in (1, 2):
+        spec = write_spec(workdir, f"w{x}.yaml", WORKED.format(x=x))
+        assert sdpa("worked-example", str(spec), "--out", f"w{x}", "--no-plots", "-q").code == 0
+    assert sdpa("compare", "w1", "w1").code == 0
+    r = sdpa("compare", "w1", "w2")
+    assert r.code == 1
+    assert "differs ✗" in r.err
+
+
+def test_batches_exact_mode_and_bad_input(sdpa, workdir):
+    specs = workdir / "specs"
+    specs.mkdir()
+    write_spec(specs, "a.yaml", VARIANCE.format(seed=1))
+    write_spec(specs, "b.yaml", WORKED.format(x=1))
+    assert sdpa("run", str(specs), "--out", "b1", "--no-plots", "-q").code == 0
+    shutil.copytree(workdir / "b1", workdir / "b2")
+    assert sdpa("compare", "b1", "b2").code == 0
+    assert sdpa("compare", "b1", "b2", "--exact").code == 0
+    csv = workdir / "b2" / "a" / "table.csv"
+    csv.write_bytes(csv.read_bytes() + b"\n")
+    r = sdpa("compare", "b1", "b2", "--exact")
+    assert r.code == 1 and "differs: a/table.csv" in r.err
+    shutil.rmtree(workdir / "b2" / "b")
+    r = sdpa("compare", "b1", "b2")
+    assert r.code == 1 and "only in b1: b" in r.err
+    assert sdpa("compare", "b1", "nowhere").code == 2
+    r = sdpa("compare", "b1", "b1/a")
+    assert r.code == 2 and "not one of each" in r.err
