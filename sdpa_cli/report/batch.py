@@ -15,11 +15,11 @@ from rich.text import Text
 from sdpa_cli import __version__
 from sdpa_cli.report import writers
 from sdpa_cli.report.formatting import cell, number
-from sdpa_cli.report.outcomes import Outcome
+from sdpa_cli.report.outcomes import STATUSES, Outcome
 from sdpa_cli.report.runfolder import write_atomic
 from sdpa_cli.report.terminal import console
 from sdpa_cli.report.unchanged import recorded
-from sdpa_cli.studies.result import Result, Table
+from sdpa_cli.studies.result import Result, Table, json_header
 
 
 def _name(o: Outcome) -> str:
@@ -233,10 +233,21 @@ def write(outcomes: Sequence[Outcome], root: Path, *, embed: bool = True) -> Non
     write_atomic(root / "report.html", report_html(outcomes, root, embed=embed).encode("utf-8"))
 
 
+def _failures(o: Outcome) -> list[dict[str, str]]:
+    """Each failed check of a spec with its detail (a kept folder's from its results.json)."""
+    checks = o.result.checks if o.result is not None else \
+        recorded(o.folder)[0] if o.kept and o.folder is not None else ()
+    return [{"check": c.name, "detail": c.detail} for c in checks if not c.passed]
+
+
 def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
     doc = {
+        **json_header(),
         "passed": all(o.status == "passed" for o in outcomes),
         "folder": str(root),
+        "counts": {s: sum(o.status == s for o in outcomes) for s in STATUSES}
+        | {"kept": sum(o.kept for o in outcomes)},
+        "seconds": round(sum(o.seconds for o in outcomes), 3),
         "experiments": [
             {
                 "name": _name(o),
@@ -245,9 +256,10 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
                 "status": o.status,
                 "kept": o.kept,
                 "error": o.error,
-                "checks_failed": [c.name for c in o.result.checks if not c.passed]
-                if o.result else [],
+                "checks_failed": [f["check"] for f in _failures(o)],
+                "failures": _failures(o),
                 "findings": _findings(o.result)[0],
+                "seconds": round(o.seconds, 3),
                 "folder": str(o.planned.target),
             }
             for o in outcomes

@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from sdpa_cli.report import terminal, writers
-from sdpa_cli.studies.result import Result
+from sdpa_cli.studies.result import Result, json_header
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ def listing_document(entries: Sequence[Listed], fmt: str) -> str:
     keys = ("name", "description", "source", "path")
     if fmt == "json":
         docs = [{k: getattr(e, k) for k in (*keys, "problem")} for e in entries]
-        return json.dumps({"examples": docs}, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps({**json_header(), "examples": docs}, indent=2,
+                          ensure_ascii=False) + "\n"
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -64,7 +65,7 @@ def show_listing(entries: Sequence[Listed], fmt: str) -> None:
 def batch_document(results: Sequence[Result], fmt: str) -> str | None:
     """What --all puts on stdout: one document holding every example."""
     if fmt == "json":
-        doc = {"examples": [r.to_json() for r in results],
+        doc = {**json_header(), "examples": [r.to_json() for r in results],
                "passed": all(r.passed for r in results)}
         return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if fmt == "csv":

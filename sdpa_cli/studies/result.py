@@ -111,6 +111,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         """The results.json document; NaN and infinities become null."""
         doc: dict[str, Any] = {
+            **json_header(),
             "study": self.study,
             "name": self.name,
             "title": self.title,
@@ -141,6 +142,16 @@ class Result:
             doc.setdefault("tables", {})[t.name] = list(t.rows)
         doc.update(self.extra)
         return clean(doc)
+
+
+SCHEMA_VERSION = 1  # of every JSON document sdpa prints (sdpa_cli/schemas/*.json)
+
+
+def json_header() -> dict[str, Any]:
+    """The fields that open every JSON document: which shape, which sdpa wrote it."""
+    from sdpa_cli import __version__
+
+    return {"schema_version": SCHEMA_VERSION, "sdpa_version": __version__}
 
 
 def clean(value: Any) -> Any:

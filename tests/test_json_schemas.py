@@ -1,0 +1,90 @@
+"""Every JSON document sdpa prints carries schema_version and sdpa_version and fits the JSON
+Schema shipped in sdpa_cli/schemas (issue 12)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from conftest import EXPERIMENTS, write_spec
+
+from sdpa_cli import __version__, registry, schemas, spec
+from sdpa_cli.errors import InputError
+from sdpa_cli.studies.context import RunContext
+
+jsonschema = pytest.importorskip("jsonschema")
+referencing = pytest.importorskip("referencing")
+
+# Small sizes keep every shipped spec fast; what is checked is the shape, not the numbers.
+SMALL = {"variance": {"pairs": 60}, "softmax-sweep": {"trials": 40},
+         "jacobian": {"trials": 40}, "worked-example": {}}
+SHIPPED = sorted(EXPERIMENTS.glob("*/*.yaml"))
+
+
+def _validator(name: str):
+    resources = []
+    for n in schemas.NAMES:
+        doc = schemas.load(n)
+        resources.append((doc["$id"], referencing.Resource.from_contents(doc)))
+    registry_ = referencing.Registry().with_resources(resources)
+    schema = schemas.load(name)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, registry=registry_)
+
+
+def _small(path: Path):
+    loaded = spec.load(path, study=None)
+    try:
+        return spec.load(path, study=None, overrides=SMALL[loaded.study])
+    except InputError:  # e.g. explicit scores take no `trials`
+        return loaded
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_specs_results_fit_the_result_schema(path):
+    s = _small(path)
+    result = registry.get(s.study).run(s, RunContext(workers=1, figures=False))
+    doc = result.to_json()
+    assert (doc["schema_version"], doc["sdpa_version"]) == (1, __version__)
+    _validator("result").validate(doc)
+
+
+def test_the_schema_rejects_a_document_without_its_version():
+    s = _small(EXPERIMENTS / "variance" / "why-sqrt.yaml")
+    doc = registry.get(s.study).run(s, RunContext(workers=1, figures=False)).to_json()
+    broken = copy.deepcopy(doc)
+    del broken["schema_version"]
+    assert not _validator("result").is_valid(broken)
+    broken = copy.deepcopy(doc)
+    broken["checks"][0]["passed"] = "yes"
+    assert not _validator("result").is_valid(broken)
+
+
+def test_batch_examples_and_compare_documents_fit_their_schemas(sdpa, workdir):
+    specs = workdir / "specs"
+    specs.mkdir()
+    write_spec(specs, "ok.yaml", "study: variance\ndims: [4]\npairs: 100\nseed: 1\n")
+    write_spec(specs, "bad.yaml",
+               "study: variance\ndims: [4]\npairs: 100\nseed: 1\nse_tolerance: 0.001\n")
+    r = sdpa("run", str(specs), "--no-plots", "-q", "--format", "json")
+    batch = r.json()
+    _validator("batch").validate(batch)
+    assert batch["counts"]["failed"] == 1 and batch["seconds"] >= 0
+    failed = next(e for e in batch["experiments"] if e["status"] == "failed")
+    assert failed["failures"] and all(f["detail"] for f in failed["failures"])
+    again = sdpa("run", str(specs), "--no-plots", "-q", "--format", "json").json()
+    _validator("batch").validate(again)
+    assert again["counts"]["kept"] == 2 and again["experiments"] == [
+        {**e, "kept": True, "seconds": e2["seconds"]}
+        for e, e2 in zip(batch["experiments"], again["experiments"], strict=True)]
+    listing = sdpa("worked-example", "--list", "--format", "json").json()
+    _validator("examples").validate(listing)
+    every = sdpa("worked-example", "--all", "--no-write", "-q", "--format", "json").json()
+    _validator("examples").validate(every)
+    assert every["schema_version"] == 1 and len(every["examples"]) == len(listing["examples"])
+    r = sdpa("compare", "outputs", "outputs", "--format", "json")
+    _validator("compare").validate(r.json())
+    r = sdpa("compare", "outputs", "outputs", "--exact", "--format", "json")
+    _validator("compare").validate(r.json())
