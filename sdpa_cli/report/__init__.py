@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdpa_cli.errors import RunError
-from sdpa_cli.report import manifest, unchanged, writers
+from sdpa_cli.report import dvc, manifest, unchanged, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Result
@@ -86,6 +86,8 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
             _write(tmp / "table.csv", writers.table_csv(result)),
             _write(tmp / "table.md", writers.table_md(result, pictures)),
             _write(tmp / "spec.yaml", writers.spec_yaml(dict(result.spec))),
+            _write(tmp / "params.yaml", dvc.params_yaml(result.spec)),  # for DVC
+            _write(tmp / "metrics.json", dvc.metrics_json(result)),
         ]
         if settings.plots and result.figures:
             from sdpa_cli.report.figures import render
