@@ -132,3 +132,26 @@ def test_gitlab_codequality_lists_each_failure(sdpa, specs, workdir):
 def test_escaping_follows_githubs_rules():
     assert escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext"
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+
+
+def test_no_write_touches_nothing_and_keeps_the_exit_code(sdpa, specs, workdir):
+    before = sorted(p.relative_to(workdir) for p in workdir.rglob("*"))
+    r = sdpa("run", str(specs), "--no-write", "--check", "--format", "json")
+    assert r.code == 1 and "--no-write: nothing was written" in r.err
+    assert {e["name"]: e["status"] for e in r.json()["experiments"]} == {
+        "a-ok": "passed", "b-failing": "failed", "c-tiny": "failed"}
+    r = sdpa("variance", str(specs / "b-failing.yaml"), "--no-write", "--check",
+             "--format", "json")
+    assert r.code == 1 and r.json()["passed"] is False
+    assert sorted(p.relative_to(workdir) for p in workdir.rglob("*")) == before
+
+
+def test_worked_example_all_writes_junit(sdpa, workdir):
+    junitparser = pytest.importorskip("junitparser")
+    xml = workdir / "all.xml"
+    r = sdpa("worked-example", "--all", "--no-write", "-q", "--junit-xml", str(xml),
+             "--format", "json")
+    suites = list(junitparser.JUnitXml.fromfile(str(xml)))
+    assert [s.name for s in suites] == [e["name"] for e in r.json()["examples"]]
+    assert sum(s.tests for s in suites) == sum(len(e["checks"]) + len(e["audit"])
+                                               for e in r.json()["examples"])
