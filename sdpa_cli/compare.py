@@ -133,7 +133,7 @@ def _compare_rows(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]
                 spread = math.hypot(sa or 0.0, sb or 0.0) if _number(sa) or _number(sb) \
                     else 0.0
                 if spread > 0:
-                    z = (va - vb) / spread
+                    z = (float(va) - float(vb)) / spread  # type: ignore[arg-type]
                     out.append(Quantity(table, i, key, va, vb, "monte-carlo",
                                         abs(z) <= tolerance, sa, sb, z))
                     continue

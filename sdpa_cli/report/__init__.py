@@ -35,6 +35,8 @@ class Settings:
     check: bool = False  # exit 1 when a check fails
     quiet: bool = False
     workers: int = 1
+    wide: bool = False  # every table column, whatever the terminal's width
+    explain: bool = False  # the theory's exact forms beside the plain words
     # CI (issue 12): reports beside the run, and --no-write (compute and report only)
     junit_xml: Path | None = None
     annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
@@ -156,4 +158,9 @@ def emit(result: Result, settings: Settings, folder: Path | None) -> None:
     if not settings.quiet:
         from sdpa_cli.report import terminal
 
-        terminal.show(result, folder, check=settings.check)
+        terminal.show(result, folder, check=settings.check, wide=settings.wide,
+                      explain=settings.explain)
+    else:  # -q silences the report, never a failure: one line per failed check
+        for c in result.checks:
+            if not c.passed:
+                print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)

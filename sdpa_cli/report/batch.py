@@ -233,7 +233,7 @@ def write(outcomes: Sequence[Outcome], root: Path, *, embed: bool = True) -> Non
     write_atomic(root / "report.html", report_html(outcomes, root, embed=embed).encode("utf-8"))
 
 
-def _failures(o: Outcome) -> list[dict[str, str]]:
+def failures(o: Outcome) -> list[dict[str, str]]:
     """Each failed check of a spec with its detail (a kept folder's from its results.json)."""
     checks = o.result.checks if o.result is not None else \
         recorded(o.folder)[0] if o.kept and o.folder is not None else ()
@@ -256,8 +256,8 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
                 "status": o.status,
                 "kept": o.kept,
                 "error": o.error,
-                "checks_failed": [f["check"] for f in _failures(o)],
-                "failures": _failures(o),
+                "checks_failed": [f["check"] for f in failures(o)],
+                "failures": failures(o),
                 "findings": _findings(o.result)[0],
                 "seconds": round(o.seconds, 3),
                 "folder": str(o.planned.target),
