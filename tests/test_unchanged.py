@@ -95,3 +95,9 @@ def test_the_summary_says_unchanged_kept(sdpa, specs):
     _run(sdpa, specs)
     r = sdpa("run", str(specs), "--no-plots")
     assert "passed (unchanged, kept)" in r.err
+
+
+def test_quiet_still_names_a_kept_failure(sdpa, specs):
+    _run(sdpa, specs)
+    r = sdpa("run", str(specs), "--no-plots", "-q")
+    assert r.err.splitlines() == [f"sdpa: {specs / 'b-failing.yaml'}: FAIL d=4 none, d=4 sqrt"]
