@@ -118,6 +118,9 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     from sdpa_cli.report.progress import Progress
 
     planned = plan(validate(collect(targets)), settings)
+    # index.md and report.html: sdpa's own or absent, checked before any work
+    report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
+                       else "--out")
     for p in planned[:1]:
         report.ready(p.target)  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv

@@ -12,6 +12,7 @@ from pathlib import Path
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
+from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
 from sdpa_cli.studies.result import Result
 
 
