@@ -14,6 +14,7 @@ import shutil
 import signal
 from pathlib import Path
 
+from sdpa_cli import process
 from sdpa_cli.errors import InputError, Problem, RunError
 from sdpa_cli.report import manifest
 
@@ -148,6 +149,7 @@ def check_batch(root: Path, what: str) -> None:
 def write_batch(root: Path, files: dict[str, bytes]) -> None:
     """Write a batch folder's own files and its manifest (sdpa-batch.json), each through a
     temporary sibling; the renames happen together with SIGINT/SIGTERM held."""
+    process.check()
     root.mkdir(parents=True, exist_ok=True)
     why = manifest.batch_file_problem(root, tuple(files))
     if why:  # it was checked before the run: someone wrote these files meanwhile
@@ -200,6 +202,7 @@ class RunFolder:
         self.committed = False
 
     def __enter__(self) -> Path:
+        process.check()  # a Ctrl-C that a library swallowed ends the run here
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
             clean_stale(self.target)
@@ -215,6 +218,7 @@ class RunFolder:
         return self.tmp
 
     def commit(self) -> None:
+        process.check()  # interrupted: the previous folder stays, this one is removed
         with _signals_held():
             self._swap()
 
