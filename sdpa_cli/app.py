@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sdpa_cli import paths, report, spec, studies
-from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
+from sdpa_cli import batch, paths, registry, report, spec
+from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import examples as report_examples
+from sdpa_cli.report.outcomes import Planned, Report
 
 
 def run_study(
@@ -27,15 +28,17 @@ def run_study(
     """Load and validate everything first (exit 2 before any work), then run and report."""
     resolved = spec.load(spec_path, study=study, overrides=overrides, flags=flags,
                          default_name=study)
-    studies.check_documented(resolved, str(spec_path) if spec_path else None)
+    registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
     report.ready(target)
     started = time.time()
-    result = studies.module(study).run(resolved, workers=settings.workers)
+    result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)
-    return report.exit_code(result, settings)
+    tally = Report(check=settings.check)
+    tally.add_result(result)
+    return tally.exit_code
 
 
 # --- worked examples: NAME lookup, --list and --all -------------------------------------------
@@ -103,11 +106,11 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     for path in _sorted_examples():
         try:
             s = spec.load(path, study=WORKED, overrides=overrides, flags=flags)
-            studies.check_documented(s, str(path))
+            registry.check_documented(s, str(path))
         except InputError as e:
             problems.extend(e.problems)
             continue
-        loaded.append(s)
+        loaded.append((path, s))
     if problems:
         raise InputError(problems)
     if not loaded:
@@ -115,22 +118,17 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
                                  "experiments/worked-example/ and the shipped specs)"))
     per_example = dataclasses.replace(
         settings, out=None, root=settings.out if settings.out is not None else settings.root)
-    targets = [report.target_for(s.name or WORKED, per_example) for s in loaded]
-    report.ready(targets[0])
-    done = []
-    for s, target in zip(loaded, targets, strict=True):
-        started = time.time()
-        result = studies.module(WORKED).run(s, workers=settings.workers)
-        folder = report.write_run(result, per_example, target=target,
-                                  argv=argv if argv is not None else sys.argv, started=started)
-        done.append((result, folder))
+    planned = [Planned(path, s, report.target_for(s.name or WORKED, per_example))
+               for path, s in loaded]
+    # Not caught: an example that cannot be written ends --all with its own error line.
+    outcomes, tally = batch.run_planned(planned, per_example, argv=argv, catch=False)
+    done = [(o.result, o.folder) for o in outcomes if o.result is not None and o.folder]
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
         report.write_stdout(text)
     if not settings.quiet:
         report_examples.show_batch(done, check=settings.check)
-    failed = any(not r.passed for r, _ in done)
-    return EXIT_CHECK_FAILED if settings.check and failed else EXIT_OK
+    return tally.exit_code
 
 
 def worked_example(target: str | None, *, list_: bool, all_: bool, overrides: dict[str, Any],

@@ -4,39 +4,17 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sdpa_cli import paths, report, spec, studies
-from sdpa_cli.errors import (
-    EXIT_BAD_INPUT,
-    EXIT_CHECK_FAILED,
-    EXIT_OK,
-    InputError,
-    Problem,
-    SdpaError,
-)
+from sdpa_cli import paths, registry, report, spec
+from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, Problem, SdpaError
+from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
-from sdpa_cli.studies.result import Result
 
-
-@dataclass(frozen=True)
-class Planned:
-    file: Path
-    spec: SpecBase
-    target: Path
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How one spec of a batch ended."""
-
-    planned: Planned
-    status: str  # "passed", "failed" (a check failed), "error" (could not run), "skipped"
-    result: Result | None = None
-    error: str | None = None
-    seconds: float = 0.0
-    figures: tuple[str, ...] = ()  # PNG files in the run folder
+if TYPE_CHECKING:
+    from sdpa_cli.report.progress import Progress
 
 
 def collect(targets: list[Path]) -> list[Path]:
@@ -74,7 +52,7 @@ def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
     for f in files:
         try:
             s = spec.load(f, study=None)
-            studies.check_documented(s, str(f))
+            registry.check_documented(s, str(f))
             loaded.append((f, s))
         except InputError as e:
             problems.extend(e.problems)
@@ -94,21 +72,55 @@ def plan(loaded: list[tuple[Path, SpecBase]], settings: report.Settings) -> list
     return [Planned(f, s, report.target_for(s.name or f.stem, settings)) for f, s in loaded]
 
 
-def run_one(p: Planned, settings: report.Settings, argv: list[str]) -> Outcome:
+def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
+            catch: bool = True) -> Outcome:
+    """Run one planned spec into its folder. With `catch`, a spec that cannot run becomes an
+    "error" outcome (one broken spec must not stop a batch); without, its error propagates."""
     started = time.time()
     try:
-        result = studies.module(p.spec.study).run(p.spec, workers=settings.workers)
-        report.write_run(result, settings, target=p.target, argv=argv, started=started)
+        result = registry.get(p.spec.study).run(p.spec, report.context(settings))
+        folder = report.write_run(result, settings, target=p.target, argv=argv, started=started)
     except SdpaError as e:
+        if not catch:
+            raise
         return Outcome(p, "error", error=" ".join(e.lines()), seconds=time.time() - started)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception as e:  # one broken spec must not stop the batch
+    except Exception as e:
+        if not catch:
+            raise
         return Outcome(p, "error", error=f"internal error: {type(e).__name__}: {e}",
                        seconds=time.time() - started)
     status = "passed" if result.passed else "failed"
     return Outcome(p, status, result=result, seconds=time.time() - started,
-                   figures=tuple(report.figure_files(result, settings)))
+                   figures=tuple(report.figure_files(result, settings)), folder=folder)
+
+
+def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
+                argv: list[str] | None = None, fail_fast: bool = False,
+                progress: Progress | None = None, catch: bool = True,
+                ) -> tuple[list[Outcome], Report]:
+    """The one batch runner (`sdpa run` and `worked-example --all`): probe the folder, run
+    every planned spec in order, stop early under fail_fast, count into a Report."""
+    for p in planned[:1]:
+        report.ready(p.target)  # one probe of the batch folder, before any work
+    argv = argv if argv is not None else sys.argv
+    tally = Report(check=settings.check)
+    outcomes: list[Outcome] = []
+    for i, p in enumerate(planned):
+        if progress is not None:
+            progress.start(i, p.spec.name or p.file.stem, p.spec.study)
+        outcome = run_one(p, settings, argv, catch=catch)
+        outcomes.append(outcome)
+        tally.add(outcome)
+        if progress is not None:
+            progress.done(outcome.status, outcome.seconds, outcome.error)
+        if fail_fast and tally.stops(outcome):
+            for q in planned[i + 1:]:
+                outcomes.append(Outcome(q, "skipped"))
+                tally.add(outcomes[-1])
+            break
+    return outcomes, tally
 
 
 def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool = False,
@@ -121,34 +133,16 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     # index.md and report.html: sdpa's own or absent, checked before any work
     report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
                        else "--out")
-    for p in planned[:1]:
-        report.ready(p.target)  # one probe of the batch folder, before any work
-    argv = argv if argv is not None else sys.argv
-    outcomes: list[Outcome] = []
     progress = Progress(len(planned), quiet=settings.quiet)
     with progress:
-        for i, p in enumerate(planned):
-            progress.start(i, p.spec.name or p.file.stem, p.spec.study)
-            outcome = run_one(p, settings, argv)
-            outcomes.append(outcome)
-            progress.done(outcome.status, outcome.seconds, outcome.error)
-            if fail_fast and _bad(outcome, settings):
-                outcomes.extend(Outcome(q, "skipped") for q in planned[i + 1:])
-                break
+        outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
+                                      progress=progress)
     batch_report.write(outcomes, settings.root, embed=settings.plots)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
         batch_report.show_summary(outcomes, settings.root, check=settings.check)
-    if any(o.status == "error" for o in outcomes):
-        return EXIT_CHECK_FAILED
-    if settings.check and any(_bad(o, settings) for o in outcomes):
-        return EXIT_CHECK_FAILED
-    return EXIT_OK
-
-
-def _bad(o: Outcome, settings: report.Settings) -> bool:
-    return o.status == "error" or (settings.check and o.status == "failed")
+    return tally.exit_code
 
 
 def run_validate(targets: list[Path], *, quiet: bool = False) -> int:

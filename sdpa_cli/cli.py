@@ -13,6 +13,7 @@ import click
 from sdpa_cli import __version__, process
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError, one_line
 from sdpa_cli.options import (
+    DPI_OPTION,
     StudyCommand,
     ValueCommand,
     common_options,
@@ -25,11 +26,11 @@ SPEC_ARG = click.argument("spec_path", metavar="[SPEC]", required=False,
 
 
 def _settings(out: str | None, fmt: str, no_plots: bool, svg: bool, check: bool, quiet: bool,
-              workers: int):
+              workers: int, dpi: int | None = None):
     from sdpa_cli.report import Settings
 
     return Settings(out=Path(out) if out else None, fmt=fmt, plots=not no_plots, svg=svg,
-                    check=check, quiet=quiet, workers=workers)
+                    check=check, quiet=quiet, workers=workers, dpi=dpi)
 
 
 def _overrides(params: dict[str, Any], names: dict[str, str]) -> tuple[dict, dict]:
@@ -57,7 +58,7 @@ def _run(study: str, spec_path: Path | None, params: dict[str, Any], names: dict
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers")
+    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers", "dpi")
     common = {k: kwargs.pop(k) for k in common_keys}
     return kwargs, common
 
@@ -221,11 +222,13 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
               show_default=True, help="json: a summary of the batch on stdout.")
 @click.option("--no-plots", is_flag=True, help="Skip figures (the report has none either).")
 @click.option("--svg", is_flag=True, help="Also write each figure as SVG.")
+@DPI_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Threads per experiment; results are identical for any value.")
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
-            fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None) -> int:
+            fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
+            dpi: int | None) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -242,7 +245,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     from sdpa_cli.report import Settings
 
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
-                        check=check, quiet=quiet, workers=workers or default_workers())
+                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi)
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 

@@ -152,6 +152,11 @@ def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
+DPI_OPTION = click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
+                          help="PNG resolution in pixels per inch (default 110, for screens; "
+                               "300 for print).")
+
+
 def common_options(f: Callable) -> Callable:
     """Flags every study command shares: where and how results are shown, the threads used
     (never a number of the results), and the seed."""
@@ -164,6 +169,7 @@ def common_options(f: Callable) -> Callable:
                           "stdout and nothing else there."),
         click.option("--no-plots", is_flag=True, help="Skip figures (matplotlib is not loaded)."),
         click.option("--svg", is_flag=True, help="Also write each figure as SVG."),
+        DPI_OPTION,
         click.option("--check", is_flag=True,
                      help="Exit 1 when a check or an unaccepted audit finding fails."),
         click.option("-q", "--quiet", is_flag=True, help="No report on stderr."),

@@ -154,8 +154,8 @@ CORPUS = [
         {}, "--dims: dims[1]:"),
     Bad("flag-negative-correlation", ["variance", "--correlation", "-2"], "must be ≥ -1, got -2",
         {}, "--correlation: correlation:"),
-    Bad("flag-unknown", ["variance", "--dimz", "3"], "No such option '--dimz'. Did you mean "
-        "'--dims'?", {}, "sdpa variance:"),
+    Bad("flag-unknown", ["variance", "--dimz", "3"], "No such option '--dimz'. (Did you mean "
+        "one of: '--dims'", {}, "sdpa variance:"),
     Bad("flag-format", ["variance", "--format", "xml"], "'xml' is not one of", {}, "--format:"),
     Bad("flag-workers-zero", ["variance", "--workers", "0"], "0 is not in the range", {},
         "--workers:"),

@@ -58,16 +58,25 @@ def test_fail_fast_stops_at_the_first_failure(sdpa, workdir, specs):
 
 
 def test_an_error_in_one_spec_does_not_stop_the_others(sdpa, workdir, specs, monkeypatch):
-    from sdpa_cli.studies import variance
+    import dataclasses
 
-    real = variance.run
+    from sdpa_cli import registry
 
-    def flaky(spec, **kw):
-        if spec.name == "a-ok":
-            raise RuntimeError("disk on fire")
-        return real(spec, **kw)
+    real = registry.LOADERS["variance"]
 
-    monkeypatch.setattr(variance, "run", flaky)
+    def flaky_study() -> registry.Study:
+        study = real()
+
+        def flaky(spec, ctx):
+            if spec.name == "a-ok":
+                raise RuntimeError("disk on fire")
+            return study.run(spec, ctx)
+
+        return dataclasses.replace(study, run=flaky)
+
+    monkeypatch.setitem(registry.LOADERS, "variance", flaky_study)
+    # bypass get's cache for this test only, so no other test sees the flaky study
+    monkeypatch.setattr(registry, "get", lambda name: registry.LOADERS[name]())
     r = sdpa("run", str(specs), "--no-plots")
     assert r.code == 1
     assert "error  a-ok: internal error: RuntimeError: disk on fire" in r.err

@@ -110,7 +110,7 @@ def test_check_fails_with_exit_1_but_still_writes(sdpa, workdir):
     (["--correlation", "-2"], "--correlation: correlation: must be ≥ -1, got -2"),
     (["--format", "xml"], "--format"),
     (["--workers", "0"], "--workers"),
-    (["--dimz", "3"], "No such option '--dimz'. Did you mean '--dims'?"),
+    (["--dimz", "3"], "No such option '--dimz'. (Did you mean one of: '--dims'"),
     (["missing.yaml"], "missing.yaml: no such file"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(sdpa, workdir, args, needle):

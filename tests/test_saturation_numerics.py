@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import CHUNK, PairLaw

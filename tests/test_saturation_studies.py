@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sdpa_cli import registry
 from sdpa_cli import spec as spec_mod
-from sdpa_cli import studies
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.softmax import jacobian
+from sdpa_cli.studies.context import RunContext
 
 K = 4.5  # standard errors; every case has a fixed seed, so its outcome is fixed too
 PHI_075 = 0.6744897501960817  # Φ⁻¹(3/4): the median of |N(0, 1)|
@@ -20,7 +21,7 @@ PHI_075 = 0.6744897501960817  # Φ⁻¹(3/4): the median of |N(0, 1)|
 
 def _run(study: str, **overrides):
     spec = spec_mod.load(None, study=study, overrides=overrides)
-    return studies.module(study).run(spec, workers=1)
+    return registry.get(study).run(spec, RunContext(workers=1))
 
 
 # --- source 1: exact ---------------------------------------------------------------------

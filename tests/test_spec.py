@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import write_spec
 
-from sdpa_cli import spec
+from sdpa_cli import registry, spec
 from sdpa_cli.errors import InputError
 from sdpa_cli.spec.common import Printed
 
@@ -54,7 +54,7 @@ def test_each_error_is_one_located_line(tmp_path, text, line, col, field, words)
 def test_unknown_study_suggests_the_closest(tmp_path):
     got = _error(tmp_path, "study: varience\n", study=None)
     assert got.endswith("study: unknown study 'varience' (did you mean 'variance'?); one of "
-                        + ", ".join(spec.STUDIES))
+                        + ", ".join(registry.NAMES))
 
 
 def test_spec_for_another_study_is_refused(tmp_path):

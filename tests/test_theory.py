@@ -28,7 +28,7 @@ def test_standard_normal_matches_design_formulas(d):
 @pytest.mark.parametrize("kind", LAWS)
 @pytest.mark.parametrize("mu,sigma", [(0.0, 1.0), (0.5, 1.0), (-1.5, 2.0), (3.0, 0.25)])
 def test_independent_components_variance(kind, mu, sigma):
-    # Var(q·k) = d[(σ²+μ²)² − μ⁴] for independent components of any law (DESIGN §7).
+    # Var(q·k) = d[(σ²+μ²)² − μ⁴] for independent components of any law.
     d = 7
     mom = theory.dot_moments(kind, d, mu / sigma, 0.0)
     physical = mom.variance * sigma**4

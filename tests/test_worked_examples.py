@@ -14,7 +14,7 @@ from fractions import Fraction
 import pytest
 from conftest import EXPERIMENTS
 
-from sdpa_cli import spec, studies
+from sdpa_cli import registry, spec
 from sdpa_cli.studies import worked_example
 from sdpa_cli.studies.result import Result
 
@@ -25,7 +25,7 @@ SHIPPED = ("money-bank-grows", "variance-10-to-70", "variance-by-dimension",
 def run(name: str) -> Result:
     path = EXPERIMENTS / "worked-example" / f"{name}.yaml"
     s = spec.load(path, study="worked-example")
-    studies.check_documented(s, str(path))
+    registry.check_documented(s, str(path))
     return worked_example.run(s)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,6 +111,7 @@ def simulate_dots(
     key: tuple[int, ...],
     method: str = "direct",
     workers: int = 1,
+    executor: Executor | None = None,
     dot_range: tuple[float, float],
     cosine: bool = False,
     sample_cap: int = SAMPLE_CAP,
@@ -157,6 +159,6 @@ def simulate_dots(
             cos_stream.add(cos_part)
         return acc + bad
 
-    degenerate = fold_blocks(plan.blocks, work, fold, 0, workers)
+    degenerate = fold_blocks(plan.blocks, work, fold, 0, workers, executor)
     return DotStats(dot_stream.freeze(), cos_stream.freeze() if cos_stream else None,
                     degenerate, dot_shift(law, d), scale)

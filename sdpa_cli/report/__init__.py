@@ -9,10 +9,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, RunError
+from sdpa_cli.errors import RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
+from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Result
 
 
@@ -25,9 +26,15 @@ class Settings:
     fmt: str = "table"  # table: rich on stderr only; others: that document on stdout
     plots: bool = True
     svg: bool = False
+    dpi: int | None = None  # PNG pixels per inch; None: the screen default
     check: bool = False  # exit 1 when a check fails
     quiet: bool = False
     workers: int = 1
+
+
+def context(settings: Settings) -> RunContext:
+    """What a study may know of these settings: threads, and whether figures are drawn."""
+    return RunContext(workers=settings.workers, figures=settings.plots)
 
 
 def target_for(name: str, settings: Settings) -> Path:
@@ -74,7 +81,8 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
 
             for figure in result.figures:
                 try:
-                    files.extend(render(figure, tmp, svg=settings.svg))
+                    files.extend(render(figure, tmp, study=result.study, svg=settings.svg,
+                                        dpi=settings.dpi))
                 except OSError as e:
                     raise RunError(f"cannot write figure {figure.name}.png for {target}: "
                                    f"{e.strerror or e}; the previous run folder, if any, is "
@@ -129,7 +137,3 @@ def emit(result: Result, settings: Settings, folder: Path | None) -> None:
         from sdpa_cli.report import terminal
 
         terminal.show(result, folder, check=settings.check)
-
-
-def exit_code(result: Result, settings: Settings) -> int:
-    return EXIT_CHECK_FAILED if settings.check and not result.passed else EXIT_OK

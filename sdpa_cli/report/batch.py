@@ -7,7 +7,7 @@ import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -15,12 +15,10 @@ from rich.text import Text
 from sdpa_cli import __version__
 from sdpa_cli.report import writers
 from sdpa_cli.report.formatting import cell, number
+from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.runfolder import write_batch
 from sdpa_cli.report.terminal import console
 from sdpa_cli.studies.result import Result, Table
-
-if TYPE_CHECKING:
-    from sdpa_cli.batch import Outcome
 
 
 def _name(o: Outcome) -> str:

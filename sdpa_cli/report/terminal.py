@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -11,6 +13,7 @@ from rich.panel import Panel as RichPanel
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from sdpa_cli.report.fit import fit
 from sdpa_cli.report.formatting import audit_number, cell
 from sdpa_cli.studies.result import AuditEntry, Result, Table
 
@@ -26,14 +29,33 @@ def console(file=None) -> Console:
                    force_terminal=None if is_tty else False)
 
 
-def rich_table(table: Table) -> RichTable:
-    out = RichTable(title=table.title, title_justify="left", header_style="bold")
-    for c in table.columns:
-        out.add_column(c.header, justify="left" if c.fmt == "text" else "right",
-                       no_wrap=c.fmt != "list")
-    for row in table.rows:
-        out.add_row(*(cell(dict(row), c) for c in table.columns))
-    return out
+def rich_table(table: Table, width: int | None = None, *, wide: bool = False
+               ) -> tuple[RichTable, tuple[str, ...]]:
+    """The table as rich renders it, and the headers of the columns left out so that it
+    fits `width` (none are left out when `wide` or when the width is unknown)."""
+    cells = [[cell(dict(row), c) for c in table.columns] for row in table.rows]
+
+    def build(shown: Sequence[int]) -> RichTable:
+        out = RichTable(title=table.title, title_justify="left", header_style="bold")
+        for i in shown:
+            c = table.columns[i]
+            out.add_column(c.header, justify="left" if c.fmt == "text" else "right",
+                           no_wrap=c.fmt != "list")
+        for row in cells:
+            out.add_row(*(row[i] for i in shown))
+        return out
+
+    every = range(len(table.columns))
+    if wide or width is None:
+        return build(every), ()
+    fitted = fit(table.columns, width, lambda shown: measure(build(shown)))
+    return build(fitted.shown), fitted.hidden
+
+
+def measure(table: RichTable) -> int:
+    """The width the table takes when nothing constrains it."""
+    probe = Console(width=100_000, file=io.StringIO(), color_system=None)
+    return probe.measure(table).maximum
 
 
 def audit_table(entries: tuple[AuditEntry, ...]) -> RichTable:
@@ -53,8 +75,23 @@ def audit_table(entries: tuple[AuditEntry, ...]) -> RichTable:
     return out
 
 
+def show_table(con: Console, table: Table, *, wide: bool = False) -> None:
+    """A table fitted to the console's width, and a line naming what did not fit."""
+    rendered, hidden = rich_table(table, con.width, wide=wide)
+    if wide:  # every column at its natural width; a narrow terminal wraps the lines
+        natural = Console(file=con.file, width=max(con.width, measure(rendered)),
+                          color_system=con.color_system, force_terminal=con.is_terminal,
+                          no_color=con.no_color, highlight=False)  # type: ignore[arg-type]
+        natural.print(rendered)
+    else:
+        con.print(rendered)
+    if hidden:
+        con.print(Text(f"  hidden at this width: {', '.join(hidden)} (--wide or table.md "
+                       "shows every column)", style="dim"))
+
+
 def show(result: Result, folder: Path | None, *, out: Console | None = None,
-         check: bool = False) -> None:
+         check: bool = False, wide: bool = False) -> None:
     """The whole human report of one run."""
     con = out or console()
     con.print(Text(result.title, style="bold"))
@@ -67,12 +104,12 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         con.print(RichPanel(Text("\n".join(panel.lines)), title=panel.title,
                             title_align="left", border_style=border, expand=False))
     if result.table.terminal:
-        con.print(rich_table(result.table))
+        show_table(con, result.table, wide=wide)
     else:
         con.print(Text(f"{result.table.title}: {len(result.table.rows)} rows in table.csv, "
                        "table.md and results.json", style="dim"))
     for t in result.tables:
-        con.print(rich_table(t))
+        show_table(con, t, wide=wide)
     if result.audit:
         con.print(audit_table(result.audit))
         # One line per explanation: the entries of a printed row that share it are named
@@ -97,5 +134,21 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
             con.print(Text(f"  FAIL {c.name}: {c.detail}", style="red"))
         if failed and not check:
             con.print(Text("  (exit code stays 0 without --check)", style="dim"))
+    seed = result.spec.get("seed")
+    if seed is not None:
+        con.print(Text(f"seed {seed} (give --seed {seed} to repeat this run exactly)",
+                       style="dim"))
     if folder is not None:
-        con.print(Text(f"wrote {folder}", style="dim"))
+        con.print(Text(written(folder), style="dim"))
+
+
+def written(folder: Path) -> str:
+    """`wrote DIR/: results.json, …; figures: a.png, b.png` from what the folder holds."""
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    except OSError:
+        return f"wrote {folder}"
+    figures = [n for n in names if n.endswith((".png", ".svg"))]
+    files = [n for n in names if n not in figures and n != "manifest.json"]
+    text = f"wrote {folder}/: {', '.join(files)}"
+    return text + (f"; figures: {', '.join(figures)}" if figures else "")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
 import types
 import typing
@@ -13,23 +12,16 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from sdpa_cli import registry
 from sdpa_cli.errors import InputError, Problem, SpecFieldError
 from sdpa_cli.numerics.rng import fresh_entropy
 from sdpa_cli.spec.common import NAME_PATTERN, SpecBase
 from sdpa_cli.spec.yamlio import Document, field_name, parse, read_text
 
-# study name → "module:Model"; imported on demand so `sdpa --help` stays light.
-STUDIES: dict[str, str] = {
-    "variance": "sdpa_cli.spec.variance:VarianceSpec",
-    "softmax-sweep": "sdpa_cli.spec.saturation:SoftmaxSweepSpec",
-    "jacobian": "sdpa_cli.spec.saturation:JacobianSpec",
-    "worked-example": "sdpa_cli.spec.worked:WorkedExampleSpec",
-}
-
 
 def model_for(study: str) -> type[SpecBase]:
-    module, _, cls = STUDIES[study].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    """The spec model the registry names for `study` (a name from registry.NAMES)."""
+    return registry.get(study).spec_model
 
 
 @dataclass
@@ -68,16 +60,16 @@ def load(
     if study is None:
         if given is None:
             raise InputError(_problem(origin, ("study",), "missing; say which study this is: "
-                                      + ", ".join(STUDIES)))
+                                      + ", ".join(registry.NAMES)))
         study = given
     elif given is not None and given != study:
         raise InputError(_problem(origin, ("study",),
                                   f"this spec is for {given!r}; run it with `sdpa {given}` or "
                                   "`sdpa run`"))
-    if not isinstance(study, str) or study not in STUDIES:
+    if not isinstance(study, str) or study not in registry.NAMES:
         raise InputError(_problem(origin, ("study",),
-                                  f"unknown study {study!r}{_did_you_mean(study, STUDIES)}; "
-                                  "one of " + ", ".join(STUDIES)))
+                                  f"unknown study {study!r}{_did_you_mean(study, registry.NAMES)}; "
+                                  "one of " + ", ".join(registry.NAMES)))
     data["study"] = study
     data.update(overrides or {})
     if "name" not in data:

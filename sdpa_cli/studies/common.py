@@ -73,3 +73,19 @@ def assemble(
         figures=tuple(figures),
         tables=tuple(tables),
     )
+
+
+def divisor_label(s: Scaling, d: float | None) -> str:
+    """How a rule divides the scores at d_k = d, as a reader writes it: ÷√512, ÷64,
+    unscaled (the formula itself when d is unknown or the rule is cosine)."""
+    if s.cosine or d is None:
+        return s.formula
+    divisor = s.temperature * float(d) ** s.power
+    if divisor == 1.0:
+        return "unscaled"
+    square = divisor * divisor
+    whole = round(square)
+    if whole >= 1 and abs(square - whole) <= 1e-9 * square and (
+            s.power == 0.5 or not math.isclose(divisor, round(divisor), rel_tol=1e-12)):
+        return f"÷√{whole}"
+    return f"÷{divisor:.4g}"

@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.spec.saturation import JacobianSpec
-from sdpa_cli.studies import saturation as shared
+from sdpa_cli.spec.score_sources import JacobianSpec
+from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies.common import assemble, finite, law_of
+from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 EXPLICIT_COLUMNS = (
@@ -82,7 +83,7 @@ def documented_problem(spec: JacobianSpec, entry: Documented) -> str | None:
     return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
 
-def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
+def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     source = spec.score_source
     checks: list[Check] = []
     tables: list[Table] = []
@@ -93,13 +94,13 @@ def run(spec: JacobianSpec, *, workers: int = 1) -> Result:
         figures = [_vs_scale_figure(spec, rows)]
         title = "Softmax Jacobian of explicit scores as they are scaled"
     elif source == "vectors":
-        rows, checks, figures = _vector_run(spec, workers)
+        rows, checks, figures = _vector_run(spec, ctx)
         columns = VECTOR_COLUMNS
         title = "Softmax Jacobian versus d_k, by scaling rule"
         if spec.mask == "causal":
             notes.append("causal mask: the first query has one key, so its J is exactly 0.")
     else:
-        rows, checks, peaks = _gaussian_run(spec, workers)
+        rows, checks, peaks = _gaussian_run(spec, ctx)
         columns = GAUSSIAN_COLUMNS
         title = "Softmax Jacobian of n iid N(0, s²) scores versus s"
         tables.append(Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
@@ -159,7 +160,7 @@ def _vs_scale_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 # --- source 2 -----------------------------------------------------------------------------
 
 
-def _vector_run(spec: JacobianSpec, workers: int):
+def _vector_run(spec: JacobianSpec, ctx: RunContext):
     law, unit = law_of(spec)
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
@@ -167,7 +168,7 @@ def _vector_run(spec: JacobianSpec, workers: int):
         variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(spec.key_list):
             cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
-                                      jacobian=True, workers=workers, keep_first=False)
+                                      jacobian=True, ctx=ctx, keep_first=False)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
                 row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
@@ -209,14 +210,14 @@ def _vs_dim_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 # --- source 3 -----------------------------------------------------------------------------
 
 
-def _gaussian_run(spec: JacobianSpec, workers: int):
+def _gaussian_run(spec: JacobianSpec, ctx: RunContext):
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     peaks: list[dict[str, Any]] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
         cell = shared.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
-                                    workers=workers)
+                                    ctx=ctx)
         cell_rows = []
         for s, measured in zip(stds, cell.measured, strict=True):
             row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=False)

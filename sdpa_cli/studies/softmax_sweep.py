@@ -7,12 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics import score_rows as sat
+from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.spec.saturation import SoftmaxSweepSpec
-from sdpa_cli.studies import saturation as shared
-from sdpa_cli.studies.common import assemble, finite, law_of
+from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
+from sdpa_cli.studies import score_cells as shared
+from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
+from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 EXPLICIT_COLUMNS = (
@@ -67,7 +69,7 @@ def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
     return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
 
-def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
+def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     source = spec.score_source
     checks: list[Check] = []
     figures: list[Figure] = []
@@ -78,11 +80,11 @@ def run(spec: SoftmaxSweepSpec, *, workers: int = 1) -> Result:
         figures.append(_weights_figure(spec, rows))
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
-        rows, checks, figures, notes = _vector_run(spec, workers)
+        rows, checks, figures, notes = _vector_run(spec, ctx)
         columns = _vector_columns(spec, rows)
         title = "Softmax saturation versus d_k, by scaling rule"
     else:
-        rows, checks, figures = _gaussian_run(spec, workers)
+        rows, checks, figures = _gaussian_run(spec, ctx)
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
@@ -113,16 +115,16 @@ def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     return rows
 
 
-def _label(row: dict[str, Any], formula: str | None) -> str:
-    if formula is not None:
-        return formula
+def _label(row: dict[str, Any], rule: Scaling | None, dim: int | None) -> str:
+    if rule is not None:
+        return divisor_label(rule, dim)
     return f"×{row['scale']:g}"
 
 
 def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
-    formulas = {s.label: s.formula for s in spec.scalings}
+    rules = {s.label: s for s in spec.scalings}
     groups = [{
-        "label": _label(r, formulas.get(r.get("scaling") or "")),
+        "label": _label(r, rules.get(r.get("scaling") or ""), spec.dim),
         "probs": r["probs"],
         "entropy": r["entropy"],
         "max_prob": r["max_prob"],
@@ -133,14 +135,14 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "weights_by_scale", "saturation.weights_by_scale",
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
-         "dim": spec.dim},
+         "dim": spec.dim, "by": "scaling" if spec.dim is not None else "multiplier"},
     )
 
 
 # --- source 2 -----------------------------------------------------------------------------
 
 
-def _vector_run(spec: SoftmaxSweepSpec, workers: int):
+def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     law, unit = law_of(spec)
     k = spec.se_tolerance
     rows: list[dict[str, Any]] = []
@@ -152,7 +154,7 @@ def _vector_run(spec: SoftmaxSweepSpec, workers: int):
         variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
             cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
-                                      jacobian=False, workers=workers, keep_first=want_picture)
+                                      jacobian=False, ctx=ctx, keep_first=want_picture)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
                 row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
@@ -253,13 +255,13 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
 # --- source 3 -----------------------------------------------------------------------------
 
 
-def _gaussian_run(spec: SoftmaxSweepSpec, workers: int):
+def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
         cell = shared.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
-                                    workers=workers)
+                                    ctx=ctx)
         for s, measured in zip(stds, cell.measured, strict=True):
             rows.append(shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True))
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))

@@ -20,23 +20,24 @@ from sdpa_cli.studies.audit import (
     selector_problem,
     split_quantity,
 )
-from sdpa_cli.studies.common import assemble, law_of
+from sdpa_cli.studies.common import assemble, divisor_label, law_of
 from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
+from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
 
 COLUMNS = (
-    Column("dim", "d", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("mean", "mean"),
-    Column("variance", "variance"),
-    Column("theory_variance", "theory"),
-    Column("se", "se"),
-    Column("z", "z", "f2"),
-    Column("ratio", "var/theory"),
-    Column("kurtosis", "kurtosis"),
-    Column("theory_kurtosis", "theory kurt."),
+    Column("dim", "d", "int", priority=0),
+    Column("scaling", "scaling", "text", priority=0),
+    Column("mean", "mean", priority=3),
+    Column("variance", "variance", priority=0),
+    Column("theory_variance", "theory", priority=0),
+    Column("se", "se", priority=1),
+    Column("z", "z", "f2", priority=0),
+    Column("ratio", "var/theory", priority=2),
+    Column("kurtosis", "kurtosis", priority=4),
+    Column("theory_kurtosis", "theory kurt.", priority=4),
 )
 
 FIELDS = (
@@ -60,7 +61,7 @@ def centred_mean(law: PairLaw, d: int) -> float:
     return 0.0 if law.kind == "sphere" else d * law.rho
 
 
-def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
+def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
     law, unit = law_of(spec)
     k = spec.se_tolerance
     want_cosine = any(s.cosine for s in spec.scalings)
@@ -73,8 +74,8 @@ def run(spec: VarianceSpec, *, workers: int = 1) -> Result:
         lo, hi = _range(law, d, mom)
         stats = simulate_dots(
             law, d, spec.pairs, entropy=spec.seed, key=(i,), method=spec.method,
-            workers=workers, dot_range=(lo / scale, hi / scale), cosine=want_cosine,
-            scale=scale,
+            workers=ctx.workers, executor=ctx.executor, dot_range=(lo / scale, hi / scale),
+            cosine=want_cosine, scale=scale,
         )
         per_dim.append((d, mom, stats))
         for scaling in spec.scalings:
@@ -311,19 +312,44 @@ def _figures(
         curves.append({
             "scaling": scaling.label,
             "formula": scaling.formula,
+            "label": _rule_label(spec, scaling),
             "dims": [r["dim"] for r in pts],
             "variance": [r["variance"] for r in pts],
             "ci_low": [r["ci_low"] for r in pts],
             "ci_high": [r["ci_high"] for r in pts],
+            "theory_variance": [r["theory_variance"] for r in pts],
+            "p025": [r["p025"] for r in pts],
+            "p975": [r["p975"] for r in pts],
             "grid": grid.tolist(),
             "theory": curve,
         })
+    # A spec whose documented numbers are standard deviations is drawn as sd (and the
+    # range holding 95% of the scores); one dimension compares the rules side by side.
+    about_std = any(split_quantity(e.quantity)[0] in ("std", "theory_std")
+                    for e in spec.documented)
+    what = "sd(q·k)" if about_std else "Var(q·k)"
+    title = (f"{what} at d = {spec.dims[0]} under each rule" if len(spec.dims) == 1
+             else f"{what} versus d") + f" (points ± {spec.se_tolerance:g} se)"
     vvd = Figure(
-        "variance_vs_dim", "variance.vs_dim",
-        f"Var(q·k) versus d (points ± {spec.se_tolerance:g} se; lines: theory)",
-        {"curves": curves},
+        "variance_vs_dim", "variance.vs_dim", title,
+        {"curves": curves, "quantity": "std" if about_std else "variance",
+         "se_k": spec.se_tolerance},
     )
     return hist, vvd
+
+
+def _rule_label(spec: VarianceSpec, scaling: Scaling) -> str:
+    """÷√64 (d_k), ÷√512 (d_model) at one dimension; the rule's formula over many."""
+    if len(spec.dims) != 1:
+        return "raw q·k" if scaling.label == "none" else scaling.formula
+    d = spec.dims[0]
+    label = divisor_label(scaling, d)
+    if label == "unscaled":
+        return "raw q·k"
+    for name, width in (("d_k", d), ("d_model", spec.d_model)):
+        if width is not None and label == f"÷√{width}":
+            return f"{label} ({name})"
+    return label
 
 
 def _theory_variance(law: PairLaw, unit: float, scaling: Scaling, d: float) -> float | None:

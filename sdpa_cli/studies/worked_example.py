@@ -261,6 +261,9 @@ def attention(part: Part, expand: bool, wanted: set[str]) -> PartRun:
                          f"√{r.d_k} = {r.root:.6g}; the steps follow √{r.d_k} and the "
                          "document's divisor is replayed as printed.*")
     run.figure = {"name": part.name, "rows": r.rows, "cols": r.cols,
+                  "description": part.description,
+                  "scores": r.steps.scores.tolist(),
+                  "scaled_scores": r.steps.scaled_scores.tolist(),
                   "unscaled": r.steps.unscaled_weights.tolist(),
                   "scaled": r.steps.weights.tolist(), "root": r.root_label}
     return run

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure
 
-DPI = 110
+DPI = 110  # screen size; print wants 300 (--dpi)
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")
 
@@ -49,10 +49,22 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def save(fig: Figure, stem: Path, *, svg: bool = False) -> list[Path]:
-    """PNG without the metadata that changes run to run (software version, time)."""
+def num(x: float) -> str:
+    """A number for a label: 6 significant digits at most, and a real minus sign."""
+    return f"{x:.6g}".replace("-", "−")
+
+
+def legend_outside(ax, **kw) -> None:
+    """A legend to the right of the axes, where it can never cover data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              **{"fontsize": 8, **kw})
+
+
+def save(fig: Figure, stem: Path, *, svg: bool = False, dpi: int | None = None) -> list[Path]:
+    """PNG without the metadata that changes run to run (software version, time), at `dpi`
+    pixels per inch (None: the screen default)."""
     paths = [stem.with_suffix(".png")]
-    fig.savefig(paths[0], format="png", metadata={"Software": None})
+    fig.savefig(paths[0], format="png", metadata={"Software": None}, dpi=dpi or DPI)
     if svg:
         paths.append(stem.with_suffix(".svg"))
         fig.savefig(paths[1], format="svg", metadata={"Date": None, "Creator": None})

@@ -22,13 +22,13 @@ def _arr(values: Sequence[Any]) -> np.ndarray:
 
 
 def _log_y(ax) -> None:
-    """A log y axis when something positive is drawn; linear otherwise (a log axis over
-    nothing but zeros, e.g. a Jacobian that is exactly 0 everywhere, cannot be drawn)."""
-    for line in ax.get_lines():
-        y = np.asarray(line.get_ydata(), dtype=float)
-        if np.any(np.isfinite(y) & (y > 0)):
-            ax.set_yscale("log")
-            return
+    """A log y axis when something positive is drawn, lines or bars; linear otherwise (a log
+    axis over nothing but zeros, e.g. a Jacobian that is exactly 0 everywhere, cannot be
+    drawn)."""
+    heights = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
+    heights.append(np.asarray([p.get_height() for p in ax.patches], dtype=float))
+    if any(np.any(np.isfinite(y) & (y > 0)) for y in heights):
+        ax.set_yscale("log")
 
 
 def _edges(values: Sequence[float]) -> np.ndarray:
@@ -64,7 +64,7 @@ def draw_weights_by_scale(figure: Figure):
     groups = figure.data["groups"]
     n = figure.data["n"]
     scores = figure.data["scores"]
-    fig, axes = style.new(max(7.0, 1.1 * len(groups) + 3.0), 7.4, 2, 1, sharex=True)
+    fig, axes = style.new(max(8.0, 1.1 * len(groups) + 4.0), 7.6, 2, 1, sharex=True)
     width = 0.8 / n
     x = np.arange(len(groups))
     show_legend = n <= 10
@@ -73,14 +73,18 @@ def draw_weights_by_scale(figure: Figure):
             w = np.array([g["probs"][i] for g in groups])
             heights = np.where(w > 0, w, np.nan) if log else w
             ax.bar(x - 0.4 + (i + 0.5) * width, heights, width * 0.95, color=style.color(i),
-                   label=f"key {i + 1} (score {scores[i]:g})" if show_legend else None)
+                   label=f"key {i + 1} (score {style.num(scores[i])})" if show_legend else None)
         if log:
             _log_y(ax)
-            smallest = min((w for g in groups for w in g["probs"] if w > 0), default=1.0)
-            ax.set_ylim(smallest / 20, 3.0)
-            ax.set_ylabel("weight (log scale)")
-            ax.set_title("The same weights on a log scale: the small ones shrink exponentially "
-                         "(weights that are exactly 0 are not drawn)", fontsize=9)
+            if ax.get_yscale() == "log":
+                smallest = min((w for g in groups for w in g["probs"] if w > 0), default=1.0)
+                ax.set_ylim(smallest / 20, 3.0)
+                ax.set_ylabel("weight (log scale)")
+            else:  # every weight exactly 0 or 1: nothing to show on a log axis
+                ax.set_ylabel("weight")
+            ax.set_title("The same weights on a log scale: the small ones shrink "
+                         "exponentially\n(weights that are exactly 0 are not drawn)",
+                         fontsize=9)
         else:
             ax.set_ylim(0, 1.18)
             ax.set_ylabel("weight")
@@ -92,10 +96,14 @@ def draw_weights_by_scale(figure: Figure):
             if show_legend:
                 ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     axes[1][0].set_xticks(x, [g["label"] for g in groups])
-    what = f"scores (d_k = {figure.data['dim']})" if figure.data.get("dim") else "scores"
-    axes[1][0].set_xlabel(f"multiplier applied to the {what}")
-    fig.suptitle(f"{figure.title}: softmax of [{', '.join(f'{s:g}' for s in scores)}] × "
-                 "multiplier")
+    shown = f"[{', '.join(style.num(s) for s in scores)}]"
+    if figure.data.get("by") == "scaling":
+        axes[1][0].set_xlabel(f"scaling rule applied to the scores (d_k = {figure.data['dim']})")
+        how = f"softmax of {shown} under each scaling rule"
+    else:
+        axes[1][0].set_xlabel("multiplier applied to the scores")
+        how = f"softmax of {shown} × multiplier"
+    fig.suptitle(f"{figure.title}\n{how}")
     return fig
 
 
@@ -128,7 +136,7 @@ def draw_vs_dim(figure: Figure):
     for j, n in enumerate(keys):
         ls = LINES[j % len(LINES)]
         ax_ent.axhline(data["ln_n"][n], color="0.4", lw=1, ls=ls)
-        ax_ent.text(0.99, data["ln_n"][n], f"ln {n}: uniform ", ha="right", va="top",
+        ax_ent.text(0.01, data["ln_n"][n], f" ln {n}: uniform", ha="left", va="bottom",
                     fontsize=8, color="0.3", transform=ax_ent.get_yaxis_transform())
         ax_s.axhline(data["freezing"][n], color="0.4", lw=1, ls=ls)
         ax_s.text(0.99, data["freezing"][n], f"√(2 ln {n}): freezing ", ha="right",
@@ -137,8 +145,11 @@ def draw_vs_dim(figure: Figure):
     for n in keys:
         ax_max.axhline(1.0 / n, color="0.6", lw=0.8, ls=":")
     ax_max.set_ylim(0, 1.05)
-    ax_ent.set_ylim(bottom=0)
+    # room above ln n for its label: curves that reach uniform run along the line
+    ax_ent.set_ylim(0, 1.1 * max(data["ln_n"][n] for n in keys))
     ax_max.set_title("mean largest weight of a row")
+    ax_max.set_ylabel("largest weight")
+    ax_ent.set_ylabel("entropy (nats)")
     ax_max.plot([], [], color="0.6", ls=":", lw=0.8, label="1/n: uniform")
     if any(c.get("limit_max_prob") is not None for c in curves):
         ax_max.plot([], [], color="0.3", ls=(0, (4, 3)), lw=1, label="d → ∞ limit (÷d, cosine)")
@@ -149,7 +160,7 @@ def draw_vs_dim(figure: Figure):
         solid = ax_s.plot([], [], color="0.3", marker="o", label="std of an off-diagonal score")
         dashed = ax_s.plot([], [], color="0.3", ls=(0, (4, 3)), marker="x", lw=1,
                            label="|mean score of a query with its own key|")
-        ax_s.legend(handles=[*solid, *dashed], fontsize=8, loc="upper left")
+        fig.legend(handles=[*solid, *dashed], fontsize=8, loc="outside lower right")
         ax_s.set_ylabel("score")
     _log_y(ax_s)
     if not ax_s.get_ylabel():
@@ -159,7 +170,9 @@ def draw_vs_dim(figure: Figure):
         ax.set_xscale("log", base=2)
         _value_ticks(ax, all_dims)
         ax.set_xlabel("d_k")
-    ax_max.legend(fontsize=8)
+    # below the panels: inside, a legend sits on curves that cross the whole range
+    fig.legend(*ax_max.get_legend_handles_labels(), fontsize=8, loc="outside lower left",
+               ncol=min(4, len(ax_max.get_legend_handles_labels()[0])))
     extra = []
     if data["correlation"]:
         extra.append(f"corr(q_i, k_i) = {data['correlation']:g}")
@@ -174,22 +187,22 @@ def draw_attention_picture(figure: Figure):
     data = figure.data
     panels = data["panels"]
     n = data["keys"]
-    fig, axes = style.new(14.0, 3.9 * len(panels), len(panels), 3)
+    fig, axes = style.new(14.0, 3.9 * len(panels) + 0.5, len(panels), 3)
     ticks = np.arange(n)
-    # One colour scale for every score panel, so that the scaled scores look as small as
-    # they are (each row's own scale would draw the same picture twice).
-    top = max(float(np.nanmax(np.abs(_arr([v for r in p["scores"] for v in r]))))
-              for p in panels) or 1.0
     for row, panel in zip(axes, panels, strict=True):
         scores = _arr([v for r in panel["scores"] for v in r]).reshape(n, n)
         masked = np.ma.masked_invalid(scores)
+        # Each score panel has its own colour bar: under one shared scale the scaled
+        # scores (std ≈ 1 against ≈ 8) look blank. The bar's numbers carry the size.
+        finite = np.abs(scores[np.isfinite(scores)])
+        top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
         cmap_s = style_cmap("RdBu_r")
         im = row[0].imshow(masked, cmap=cmap_s, norm=TwoSlopeNorm(0.0, -top, top))
-        fig.colorbar(im, ax=row[0], shrink=0.85)
+        fig.colorbar(im, ax=row[0], shrink=0.85, label="score (own scale)")
         row[0].set_title(f"{panel['formula']}: scores (std {panel['score_std']:.2f})")
         weights = np.asarray(panel["weights"], dtype=float)
         im = row[1].imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0)
-        fig.colorbar(im, ax=row[1], shrink=0.85)
+        fig.colorbar(im, ax=row[1], shrink=0.85, label="weight")
         row[1].set_title(f"{panel['formula']}: weights (max {panel['max_weight']:.3f})")
         for ax in row[:2]:
             ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=7)
@@ -210,8 +223,27 @@ def draw_attention_picture(figure: Figure):
         row[2].legend(fontsize=8, loc="upper right")
     mask = f", {data['mask']} mask (grey: masked)" if data["mask"] != "none" else ""
     fig.suptitle(f"{figure.title}{mask}. One row per scaling rule, all from the same Q and K; "
-                 "one colour scale for all score panels")
+                 "each score panel on its own colour scale")
+    fig.supxlabel(_picture_caption(data), fontsize=9.5)  # laid out below, never on top
     return fig
+
+
+def _picture_caption(data: dict[str, Any]) -> str:
+    """What the weights show, row by row, in the words the documents use: a row whose
+    entropy is far below ln n is near one-hot, whatever a document calls it."""
+    ln_n = data["ln_n"]
+    parts = []
+    for p in data["panels"]:
+        ratio = p["mean_entropy"] / ln_n if ln_n else 1.0
+        if ratio < 0.5:
+            what = "near one-hot, not near-uniform"
+        elif ratio > 0.9:
+            what = "near-uniform"
+        else:
+            what = "spread over several keys"
+        parts.append(f"{p['formula']}: {what} (mean entropy {p['mean_entropy']:.2f} of "
+                     f"ln {data['keys']} = {ln_n:.2f}; largest weight {p['max_weight']:.3f})")
+    return "\n".join(parts)
 
 
 def style_cmap(name: str):
@@ -245,6 +277,8 @@ def draw_vs_std(figure: Figure):
     ax_ent.set_ylim(bottom=0)
     ax_max.set_title("mean largest weight")
     ax_ent.set_title("mean entropy (nats)")
+    ax_max.set_ylabel("largest weight of a row")
+    ax_ent.set_ylabel("entropy of a row (nats)")
     all_s = [x for c in data["curves"] for x in c["score_std"]]
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
@@ -295,9 +329,12 @@ def draw_jacobian_vs_scale(figure: Figure):
             ticks = np.arange(len(m))
             sub.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
             sub.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
+            sub.set_xlabel("key j", fontsize=8)
+            sub.set_ylabel("key i", fontsize=8)
             sub.grid(False)
         fig.colorbar(im, ax=fig.axes[1:], shrink=0.8, label="J_ij (one colour scale for all)")
-    fig.suptitle(f"{figure.title}: scores [{', '.join(f'{s:g}' for s in figure.data['scores'])}]")
+    shown = ", ".join(style.num(s) for s in figure.data["scores"])
+    fig.suptitle(f"{figure.title}: scores [{shown}]")
     return fig
 
 

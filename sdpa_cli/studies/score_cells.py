@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.numerics import saturation as sat
+from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.moments import Moments
@@ -17,10 +17,11 @@ from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.spec.saturation import BATCHES, SaturationFields
+from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.studies.common import canonical, finite
 from sdpa_cli.studies.common import zscore as _z
+from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Check
 
 # Scales are clamped into this range before softmax: beyond it the weights are already
@@ -132,7 +133,7 @@ def _mean_se(m: Moments) -> tuple[float, float]:
 
 def gaussian_cell(
     spec: SaturationFields, n: int, key: tuple[int, ...], *, threshold: float | None,
-    jacobian: bool, workers: int,
+    jacobian: bool, ctx: RunContext,
 ) -> Cell:
     """Rows of n iid N(0, s²) scores for every s of the spec, from the same standard normal
     draws (common random numbers: the curves over s are not blurred by independent noise)."""
@@ -150,12 +151,12 @@ def gaussian_cell(
         return out, {"score": z[:, 0].copy()}, None
 
     fold = _Fold(len(stds), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, workers).cell(trials)
+    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
 
 
 def vector_cell(
     spec: SaturationFields, law: PairLaw, d: int, n: int, variants: Sequence[Variant],
-    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, workers: int,
+    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, ctx: RunContext,
     keep_first: bool,
 ) -> Cell:
     """Sequences of n queries and n keys in d dimensions; every variant sees the same draws.
@@ -197,7 +198,7 @@ def vector_cell(
         return out, probes, first
 
     fold = _Fold(len(variants), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, workers).cell(trials)
+    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
 
 
 def variants_for(spec: SaturationFields, d: int, unit: float) -> list[Variant]:

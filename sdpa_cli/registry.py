@@ -1,0 +1,122 @@
+"""Every study sdpa knows, one line each; each entry imports its study only when it is used."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real imports happen inside the loaders, so `sdpa --help` stays light
+    from sdpa_cli.spec.common import Documented, SpecBase
+    from sdpa_cli.studies.context import RunContext
+    from sdpa_cli.studies.result import Figure, Result
+
+Renderer = Callable[["Figure"], Any]  # Figure data → a matplotlib figure
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study: everything the CLI, the batch and the report need to know about it."""
+
+    name: str  # the `study:` of its specs and its command's name
+    spec_model: type[SpecBase]  # the pydantic model of its spec
+    run: Callable[[Any, RunContext], Result]  # run(spec, ctx) → Result; never prints or writes
+    # Why a documented entry names no row or quantity of this spec (None when it does);
+    # checked before anything runs.
+    documented_problem: Callable[[Any, Documented], str | None]
+    # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
+    figures: Callable[[], Mapping[str, Renderer]]
+    row_types: tuple[type, ...] = ()  # the typed rows of its tables
+
+
+def _variance() -> Study:
+    from sdpa_cli.spec.variance import VarianceSpec
+    from sdpa_cli.studies import variance
+
+    return Study("variance", VarianceSpec, variance.run, variance.documented_problem,
+                 _variance_figures)
+
+
+def _variance_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import variance as f
+
+    return {"variance.histograms": f.draw_histograms, "variance.vs_dim": f.draw_vs_dim}
+
+
+def _softmax_sweep() -> Study:
+    from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
+    from sdpa_cli.studies import softmax_sweep
+
+    return Study("softmax-sweep", SoftmaxSweepSpec, softmax_sweep.run,
+                 softmax_sweep.documented_problem, _saturation_figures)
+
+
+def _jacobian() -> Study:
+    from sdpa_cli.spec.score_sources import JacobianSpec
+    from sdpa_cli.studies import jacobian
+
+    return Study("jacobian", JacobianSpec, jacobian.run, jacobian.documented_problem,
+                 _saturation_figures)
+
+
+def _saturation_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import saturation_figures as f
+
+    return {
+        "saturation.weights_by_scale": f.draw_weights_by_scale,
+        "saturation.vs_dim": f.draw_vs_dim,
+        "saturation.attention_picture": f.draw_attention_picture,
+        "saturation.vs_std": f.draw_vs_std,
+        "saturation.jacobian_vs_scale": f.draw_jacobian_vs_scale,
+        "saturation.jacobian_vs_dim": f.draw_jacobian_vs_dim,
+        "saturation.frobenius_vs_std": f.draw_frobenius_vs_std,
+        "saturation.phase_diagram": f.draw_phase_diagram,
+    }
+
+
+def _worked_example() -> Study:
+    from sdpa_cli.spec.worked import WorkedExampleSpec
+    from sdpa_cli.studies import worked_example
+
+    def run(spec: WorkedExampleSpec, ctx: RunContext) -> Result:
+        return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
+
+    return Study("worked-example", WorkedExampleSpec, run, worked_example.documented_problem,
+                 _worked_figures)
+
+
+def _worked_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import worked as f
+
+    return {"worked.weights": f.draw_weights}
+
+
+# The registry: one line per study, in the order help and error messages list them.
+LOADERS: dict[str, Callable[[], Study]] = {
+    "variance": _variance,
+    "softmax-sweep": _softmax_sweep,
+    "jacobian": _jacobian,
+    "worked-example": _worked_example,
+}
+NAMES: tuple[str, ...] = tuple(LOADERS)
+
+
+@functools.cache
+def get(name: str) -> Study:
+    """The study called `name` (KeyError for an unknown name: check against NAMES first)."""
+    return LOADERS[name]()
+
+
+def check_documented(spec: SpecBase, file: str | None) -> None:
+    """Refuse, before anything runs, documented entries that name no row or quantity."""
+    from sdpa_cli.errors import InputError, Problem
+
+    study = get(spec.study)
+    problems = []
+    for i, entry in enumerate(spec.documented):
+        why = study.documented_problem(spec, entry)
+        if why:
+            problems.append(Problem(why, file=file, field=f"documented[{i}]"))
+    if problems:
+        raise InputError(problems)

@@ -1,0 +1,42 @@
+"""Specs are placed in the documents' own order: by document, then by section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from sdpa_cli.documents import DOCUMENTS, UNKNOWN, document_of, place
+
+ROOT = Path(__file__).resolve().parent.parent
+
+D1 = "001_409455fed8d25d77.txt"
+
+
+def test_sections_are_placed_in_reading_order() -> None:
+    saturation = place(f"{D1}, The Softmax Saturation Problem, Numerical Example")
+    variance = place(f"{D1}, The Problem: Variance Explosion, Standard Deviation")
+    gradients = place(f"{D1}, Gradient Analysis, Empirical Gradient Analysis")
+    assert variance < saturation < gradients
+    assert place("000_0e5125495e9ebe01.txt, Experiment Setup") < variance
+
+
+def test_a_subsection_is_found_after_its_section() -> None:
+    # "Numerical Example" alone could be any heading; after its section it is that one
+    section = place(f"{D1}, The Softmax Saturation Problem")
+    assert place(f"{D1}, The Softmax Saturation Problem, Numerical Example") > section
+
+
+def test_unknown_documents_and_sections_sort_last() -> None:
+    assert place("my-notes.md, Chapter 2") == (UNKNOWN, 0)
+    doc, at = place(f"{D1}, A section it does not have")
+    assert doc == 1 and at == len(DOCUMENTS[1].sections)
+    assert place("") == (UNKNOWN, 0)
+
+
+def test_every_shipped_spec_names_a_known_section() -> None:
+    for path in sorted((ROOT / "experiments").rglob("*.yaml")):
+        source = yaml.safe_load(path.read_text(encoding="utf-8")).get("source", "")
+        doc = document_of(source)
+        assert doc is not None, path
+        assert place(source)[1] < len(doc.sections), (path, source)

@@ -1,0 +1,222 @@
+"""Every shipped spec's figures, inspected as matplotlib objects before they are saved."""
+
+from __future__ import annotations
+
+import functools
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+
+from sdpa_cli import spec as specs
+from sdpa_cli import registry
+from sdpa_cli.studies.context import SERIAL
+from sdpa_cli.report import figures
+from sdpa_cli.report.figures import style
+
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
+SPECS = sorted(EXPERIMENTS.glob("*/*.yaml"))
+# Sizes that change no figure's layout, only its noise: the whole file stays fast.
+SMALL = {"pairs": 2000, "trials": 100}
+# A number written with its digits: 22.627416997969522, 0.25, 1e-05, 3.
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def significant_digits(number: str) -> int:
+    mantissa = re.split(r"[eE]", number)[0]
+    digits = mantissa.replace(".", "").lstrip("0")
+    if "." in mantissa:
+        return len(digits)
+    return len(digits.rstrip("0")) or 1  # 1000 has one significant digit
+
+
+@functools.cache
+def drawn_figures(path: Path) -> tuple[tuple[str, MplFigure], ...]:
+    """Run the spec small and catch each figure at the moment it would be saved (once per
+    spec: the checks below only read the figures)."""
+    given = specs.read_document(path).data
+    overrides = {k: v for k, v in SMALL.items() if k in given}
+    spec = specs.load(path, overrides=overrides)
+    result = registry.get(spec.study).run(spec, SERIAL)
+    caught: list[tuple[str, MplFigure]] = []
+
+    def keep(fig: MplFigure, stem: Path, **kw: object) -> list[Path]:
+        FigureCanvasAgg(fig)
+        fig.draw_without_rendering()  # layout done, as savefig does it
+        caught.append((stem.name, fig))
+        return [stem.with_suffix(".png")]
+
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
+        patch.setattr(style, "save", keep)
+        for figure in result.figures:
+            figures.render(figure, Path(tmp), study=result.study)
+    return tuple(caught)
+
+
+def texts(fig: MplFigure) -> list[Text]:
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _tick_texts(fig: MplFigure) -> set[int]:
+    """Tick labels: matplotlib keeps some for ticks outside the view that are never drawn,
+    so these are judged through their axes' drawn extent instead."""
+    ids = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ids.update((id(tick.label1), id(tick.label2)))
+    return ids
+
+
+def visible_tick_labels(axis) -> list[str]:
+    return [t.get_text() for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+
+
+def problems(fig: MplFigure) -> list[str]:
+    out = []
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+
+    def outside(box) -> bool:
+        return (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1
+                or box.y1 > canvas.y1 + 1)
+
+    ticks = _tick_texts(fig)
+    for ax in fig.axes:
+        if ax.get_visible() and outside(ax.get_tightbbox(renderer)):
+            out.append(f"axes {ax.get_title() or ax.get_ylabel()!r} reach outside the canvas")
+    for t in texts(fig):
+        if id(t) not in ticks and outside(t.get_window_extent(renderer)):
+            out.append(f"text outside the canvas: {t.get_text()!r}")
+        for number in NUMBER.findall(t.get_text()):
+            if significant_digits(number) > 6:
+                out.append(f"raw float {number} in {t.get_text()!r}")
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for axis, scale, label in ((ax.xaxis, ax.get_xscale(), ax.get_xlabel()),
+                                   (ax.yaxis, ax.get_yscale(), ax.get_ylabel())):
+            if "log" in label.lower() and scale != "log":
+                out.append(f"axis labelled {label!r} drawn {scale}")
+            if visible_tick_labels(axis) and not label.strip():
+                out.append(f"an axis of {ax.get_title()!r} has ticks and no label")
+        out += _legend_covers(ax, renderer)
+        out += _brown(ax)
+    return out
+
+
+def _legend_covers(ax: Axes, renderer) -> list[str]:
+    """A legend inside the axes may not sit on a drawn point or on the top of a bar."""
+    legend = ax.get_legend()
+    if legend is None:
+        return []
+    box = legend.get_window_extent(renderer)
+    points = []
+    for line in ax.get_lines():
+        if line.get_marker() in (None, "None", "", " "):
+            continue
+        xy = line.get_transform().transform(line.get_xydata())
+        points += [p for p in xy if all(map(lambda v: v == v, p))]
+    for patch in ax.patches:
+        if isinstance(patch, Rectangle) and patch.get_height() > 0:
+            x0, y0, w, h = patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()
+            points.append(patch.get_data_transform().transform((x0 + w / 2, y0 + h)))
+    hit = [p for p in points if box.contains(*p)]
+    return [f"legend of {ax.get_title()!r} covers {len(hit)} data points"] if hit else []
+
+
+def _brown(ax: Axes) -> list[str]:
+    """Two or more filled histograms on one axes mix into brown unless the fills are light."""
+    heavy = [p for p in ax.patches if type(p).__name__ == "StepPatch" and p.get_fill()
+             and (p.get_alpha() or 1.0) > 0.15]
+    return [f"{len(heavy)} overlapping filled histograms in {ax.get_title()!r}"] \
+        if len(heavy) > 1 else []
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_every_figure_shows_what_it_says(path: Path) -> None:
+    found = {name: problems(fig) for name, fig in drawn_figures(path)}
+    assert {name: p for name, p in found.items() if p} == {}
+
+
+def test_significant_digits() -> None:
+    assert [significant_digits(x) for x in ("22.627416997969522", "0.0442", "1000", "1e-05",
+                                              "2.30", "512")] == [17, 3, 1, 1, 3, 3]
+
+
+def _figure(path: str, name: str) -> MplFigure:
+    return dict(drawn_figures(EXPERIMENTS / path))[name]
+
+
+def test_weights_by_scale_lower_panel_is_log() -> None:
+    fig = _figure("softmax-sweep/softmax-demo.yaml", "weights_by_scale")
+    assert [ax.get_yscale() for ax in fig.axes[:2]] == ["linear", "log"]
+
+
+def test_single_dimension_compares_rules_not_a_curve() -> None:
+    fig = _figure("variance/multi-head.yaml", "variance_vs_dim")
+    labels = " ".join(visible_tick_labels(fig.axes[0].xaxis))
+    assert "÷√512 (d_model)" in labels and "÷√64 (d_k)" in labels
+    assert "versus d" not in " ".join(t.get_text() for t in texts(fig))
+
+
+def test_small_dimension_range_is_linear() -> None:
+    fig = _figure("variance/dims-1-2-3.yaml", "variance_vs_dim")
+    assert (fig.axes[0].get_xscale(), fig.axes[0].get_yscale()) == ("linear", "linear")
+
+
+def test_std_spec_plots_std() -> None:
+    fig = _figure("variance/score-range.yaml", "variance_vs_dim")
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert any("sd" in label or "std" in label for label in labels)
+    assert not any("variance" in label for label in labels)
+
+
+def test_histograms_one_panel_per_dimension() -> None:
+    """Each d on its own axes, so the narrow d = 3 spike cannot flatten d = 1000."""
+    fig = _figure("variance/day74-dims.yaml", "histograms")
+    raw = [ax for ax in fig.axes if ax.patches and ax.get_xlabel() == "raw q·k"]
+    assert len(raw) == 3
+    tops = [max(p.get_data().values.max() for p in ax.patches) for ax in raw]
+    assert all(ax.get_ylim()[1] < 3 * top for ax, top in zip(raw, tops, strict=True))
+
+
+def test_attention_picture_scaled_scores_own_colour_bar() -> None:
+    fig = _figure("softmax-sweep/scaling-effect-picture.yaml", "attention_picture")
+    score_images = [im for ax in fig.axes for im in ax.get_images()
+                    if im.get_cmap().name.startswith("RdBu")]
+    limits = {round(im.norm.vmax, 6) for im in score_images}
+    assert len(score_images) == 2 and len(limits) == 2
+    assert "near-uniform" in " ".join(t.get_text() for t in texts(fig))
+
+
+def test_worked_panels_named_as_the_document_names_them() -> None:
+    """No spec-internal part names ("stated-vectors", "scores-15-8-22-3": minus signs lost)
+    and no placeholder row "s"."""
+    for path in ("worked-example/money-bank-grows.yaml", "worked-example/visual-summary.yaml"):
+        fig = _figure(path, "weights")
+        shown = " ".join(t.get_text() for t in texts(fig))
+        assert "stated-vectors" not in shown and "scores-15" not in shown
+        assert all(visible_tick_labels(ax.yaxis) != ["s"] for ax in fig.axes)
+    assert "score −15" in shown  # the single row's keys carry their scores, signed
+
+
+def _png_width(path: Path) -> int:
+    return int.from_bytes(path.read_bytes()[16:20], "big")  # IHDR width
+
+
+def test_dpi_scales_the_png_and_default_stays_screen_sized(sdpa, workdir: Path) -> None:
+    spec = EXPERIMENTS / "softmax-sweep" / "softmax-demo.yaml"
+    assert sdpa("softmax-sweep", spec, "--out", "screen", "-q").code == 0
+    assert sdpa("softmax-sweep", spec, "--out", "print", "-q", "--dpi", "330").code == 0
+    screen = _png_width(workdir / "screen" / "weights_by_scale.png")
+    assert _png_width(workdir / "print" / "weights_by_scale.png") == pytest.approx(
+        3 * screen, abs=3)  # 330 = 3 × the default 110
+    bad = sdpa("softmax-sweep", spec, "--out", "bad", "--dpi", "0")
+    assert bad.code == 2 and "--dpi" in bad.err and not (workdir / "bad").exists()

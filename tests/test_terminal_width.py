@@ -1,0 +1,94 @@
+"""Tables fit the terminal: story columns kept, others left out whole, no number cut."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from sdpa_cli.report.fit import rank
+from sdpa_cli.report.terminal import show_table
+from sdpa_cli.studies.result import Column, Table
+
+COLUMNS = (
+    Column("dim", "d", "int", priority=0),
+    Column("scaling", "scaling", "text", priority=0),
+    Column("mean", "mean", priority=3),
+    Column("variance", "variance", priority=0),
+    Column("theory_variance", "theory", priority=0),
+    Column("se", "se", priority=1),
+    Column("z", "z", "f2", priority=0),
+    Column("ratio", "var/theory", priority=2),
+    Column("kurtosis", "kurtosis", priority=4),
+    Column("theory_kurtosis", "theory kurt.", priority=4),
+)
+ROWS = tuple(
+    {"dim": d, "scaling": s, "mean": -0.0123456 * d, "variance": v, "theory_variance": t,
+     "se": 0.0448112 * t, "z": 1.2815, "ratio": v / t, "kurtosis": 3.01181,
+     "theory_kurtosis": 3 + 6 / d}
+    for d, s, v, t in [(3, "none", 3.45612, 3.0), (3, "sqrt", 1.15204, 1.0),
+                       (1000, "none", 1057.31, 1000.0), (1000, "sqrt", 1.05731, 1.0)]
+)
+TABLE = Table("variance", "q·k by dimension and scaling", COLUMNS, ROWS)
+
+
+def render(width: int, wide: bool = False) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, color_system=None, highlight=False)
+    show_table(con, TABLE, wide=wide)
+    return buf.getvalue()
+
+
+GOLDEN_80 = """\
+q·k by dimension and scaling
+┏━━━━━━┳━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┳━━━━━━┳━━━━━━━━━━━━┓
+┃    d ┃ scaling ┃ variance ┃ theory ┃       se ┃    z ┃ var/theory ┃
+┡━━━━━━╇━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━╇━━━━━━╇━━━━━━━━━━━━┩
+│    3 │ none    │   3.4561 │      3 │  0.13443 │ 1.28 │      1.152 │
+│    3 │ sqrt    │    1.152 │      1 │ 0.044811 │ 1.28 │      1.152 │
+│ 1000 │ none    │   1057.3 │   1000 │   44.811 │ 1.28 │     1.0573 │
+│ 1000 │ sqrt    │   1.0573 │      1 │ 0.044811 │ 1.28 │     1.0573 │
+└──────┴─────────┴──────────┴────────┴──────────┴──────┴────────────┘
+  hidden at this width: mean, kurtosis, theory kurt. (--wide or table.md shows
+every column)
+"""
+
+
+def test_golden_render_at_80_columns() -> None:
+    lines = [line.rstrip() for line in render(80).splitlines()]
+    assert "\n".join(lines) + "\n" == GOLDEN_80
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 140, 200])
+def test_no_number_is_cut_and_lines_fit(width: int) -> None:
+    text = render(width)
+    assert "…" not in text
+    table_lines = [line for line in text.splitlines() if line[:1] in "┏┃┡│└"]
+    assert all(len(line) <= width for line in table_lines)
+    # every story column's numbers appear in full
+    for needle in ("1057.3", "1000", "3.4561", "1.28"):
+        if width >= 60:
+            assert needle in text
+
+
+def test_story_columns_kept_before_others() -> None:
+    shown_60 = render(60).splitlines()[2]
+    for header in ("d", "scaling", "variance", "theory", "z"):
+        assert re.search(rf"┃\s+{re.escape(header)}\s+┃|┃ {re.escape(header)}\s+┃", shown_60)
+    assert "mean" not in shown_60 and "kurtosis" not in shown_60
+
+
+def test_wide_shows_every_column() -> None:
+    text = render(80, wide=True)
+    for c in COLUMNS:
+        assert c.header in text
+    assert "hidden" not in text
+
+
+def test_columns_without_priority_rank_by_position() -> None:
+    cols = (Column("keys", "n", "int"), Column("a", "a"), Column("b", "b"), Column("c", "c"))
+    assert rank(cols) == [0, 1, 2, 3]
+    cols2 = (Column("a", "a"), Column("b", "b", priority=0))
+    assert rank(cols2) == [1, 0]
