@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from sdpa_cli import process
+from sdpa_cli.errors import one_line
 
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
@@ -85,8 +86,8 @@ def check_values(command: click.Command, args: list[str]) -> None:
         else:
             bad = _control(token)
             if bad:
-                raise click.UsageError(f"argument {i + 1} holds the control character {bad}; "
-                                       "remove it")
+                raise click.UsageError(f"{one_line(token)}: the argument holds the control "
+                                       f"character {bad}; remove it")
             i += 1
             continue
         flag = flag if eq else token

@@ -294,6 +294,9 @@ class _Builder:
                     raise self._fail(key_node, "merge keys (<<) are not supported", path)
                 if not isinstance(key, str):
                     key = str(key_node.value)
+                if _control(key):
+                    raise self._fail(key_node, f"a key holds the control character "
+                                     f"{_control(key)}", path)
                 child = (*path, key)
                 if key in out:
                     first = self.doc.key_marks[child][0]
@@ -307,7 +310,13 @@ class _Builder:
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         self.doc.texts[path] = node.value
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            if isinstance(value, str) and _control(value):
+                # it would reach the terminal and table.md: an escape sequence can recolour,
+                # retitle or hide what sdpa prints
+                raise self._fail(node, f"text holds the control character {_control(value)}; "
+                                 "remove it (tabs and newlines are fine)", path)
+            return value
         except OutOfRange as e:
             raise self._fail(node, str(e), path) from None
         except yaml.MarkedYAMLError as e:
@@ -322,6 +331,15 @@ class _Builder:
         if node.style is not None:
             return "tag:yaml.org,2002:str"
         return str(self.loader.resolve(yaml.ScalarNode, node.value, (True, False)))
+
+
+def _control(text: str) -> str | None:
+    """The first control character in text other than tab and newline, as 0xNN, or None."""
+    for ch in text:
+        code = ord(ch)
+        if (code < 32 and ch not in "\t\n") or 127 <= code < 160:
+            return f"0x{code:02x}"
+    return None
 
 
 def _tag(tag: str) -> str:
