@@ -130,6 +130,9 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     from sdpa_cli.report.progress import Progress
 
     planned = plan(validate(collect(targets)), settings)
+    # index.md and report.html: sdpa's own or absent, checked before any work
+    report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
+                       else "--out")
     progress = Progress(len(planned), quiet=settings.quiet)
     with progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,

@@ -158,7 +158,7 @@ def test_batch_is_byte_identical_across_runs_and_workers(sdpa, workdir, specs):
     one, two = workdir / "one", workdir / "two"
     files = sorted(p.relative_to(one) for p in one.rglob("*")
                    if p.is_file() and p.name != "manifest.json")
-    assert len(files) == 2 + 3 * 6
+    assert len(files) == 3 + 3 * 6  # index.md, report.html, sdpa-batch.json; 3 runs of 6
     for rel in files:
         assert (one / rel).read_bytes() == (two / rel).read_bytes(), rel
 

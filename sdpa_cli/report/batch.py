@@ -16,7 +16,7 @@ from sdpa_cli import __version__
 from sdpa_cli.report import writers
 from sdpa_cli.report.formatting import cell, number
 from sdpa_cli.report.outcomes import Outcome
-from sdpa_cli.report.runfolder import write_atomic
+from sdpa_cli.report.runfolder import write_batch
 from sdpa_cli.report.terminal import console
 from sdpa_cli.studies.result import Result, Table
 
@@ -211,9 +211,10 @@ def report_html(outcomes: Sequence[Outcome], root: Path, *, embed: bool = True) 
 
 
 def write(outcomes: Sequence[Outcome], root: Path, *, embed: bool = True) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    write_atomic(root / "index.md", index_md(outcomes).encode("utf-8"))
-    write_atomic(root / "report.html", report_html(outcomes, root, embed=embed).encode("utf-8"))
+    # backslashreplace: a spec path that is not UTF-8 (a lone surrogate) is shown as \xNN
+    write_batch(root, {"index.md": index_md(outcomes).encode("utf-8", "backslashreplace"),
+                       "report.html": report_html(outcomes, root, embed=embed).encode(
+                           "utf-8", "backslashreplace")})
 
 
 def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:

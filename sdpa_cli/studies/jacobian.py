@@ -91,7 +91,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     if source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
-        figures = [_vs_scale_figure(spec, rows)]
+        figures = [_vs_scale_figure(spec, rows)] if ctx.figures else []
         title = "Softmax Jacobian of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures = _vector_run(spec, ctx)

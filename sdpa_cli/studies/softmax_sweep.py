@@ -77,7 +77,8 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     if source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
-        figures.append(_weights_figure(spec, rows))
+        if ctx.figures:  # --no-plots: the figure's copy of every weight is not made
+            figures.append(_weights_figure(spec, rows))
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)

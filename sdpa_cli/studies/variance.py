@@ -125,7 +125,9 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
         spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
         checks=checks, lookup=_lookup(rows), theory=_theory_lines(spec, law),
-        notes=_notes(spec, per_dim), figures=_figures(spec, law, unit, per_dim, typed),
+        notes=_notes(spec, per_dim),
+        # --no-plots: no figure data at all (its histograms and densities cost per dim)
+        figures=_figures(spec, law, unit, per_dim, typed) if ctx.figures else (),
         findings=findings(typed), expect=_expect(spec, law),
     )
 
@@ -453,10 +455,12 @@ def _histogram_series(d: int, summary: Summary, law: PairLaw, c: float, shift: f
     total = summary.histogram.total
     with np.errstate(over="ignore", invalid="ignore"):
         phys = c * (shift + scale * edges)
-    widths = np.diff(phys)
     empty = {"dim": d, "edges": [], "density": [], "x": [], "theory": [],
              "theory_kind": "none", "range": [0.0, 0.0]}
-    if not total or not np.all(np.isfinite(phys)) or not np.all(widths > 0):
+    if not total or not np.all(np.isfinite(phys)):  # before np.diff: inf − inf warns
+        return empty
+    widths = np.diff(phys)
+    if not np.all(widths > 0):
         return empty
     density = counts / (total * widths)
     x = np.linspace(edges[0], edges[-1], 400)
