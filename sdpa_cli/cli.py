@@ -58,7 +58,7 @@ def cli() -> None:
     """
 
 
-@cli.command(cls=StudyCommand)
+@cli.command(cls=StudyCommand, short_help="Variance of q·k versus d, raw and scaled.")
 @SPEC_ARG
 @list_option("--dims", metavar="D [D ...]", help="Dimensions to sample (default 3 100 1000).")
 @value_option("--pairs", metavar="N", help="(q, k) pairs per dimension (default 1000).")
@@ -125,7 +125,8 @@ def saturation_options(f):
     return f
 
 
-@cli.command("softmax-sweep", cls=StudyCommand)
+@cli.command("softmax-sweep", cls=StudyCommand,
+             short_help="Softmax weights and saturation as scores grow.")
 @SPEC_ARG
 @saturation_options
 @value_option("--threshold", metavar="T",
@@ -147,7 +148,8 @@ def softmax_sweep(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("softmax-sweep", spec_path)
 
 
-@cli.command("jacobian", cls=StudyCommand)
+@cli.command("jacobian", cls=StudyCommand,
+             short_help="Softmax Jacobian norms: where gradients vanish.")
 @SPEC_ARG
 @saturation_options
 @list_option("--mark-dims", metavar="D [D ...]",
@@ -172,7 +174,7 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
 
 
-@cli.command("run")
+@cli.command("run", short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG
 @batch_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
@@ -198,7 +200,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 
-@cli.command("validate")
+@cli.command("validate", short_help="Check specs without running anything.")
 @PATHS_ARG
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
 def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
@@ -214,7 +216,8 @@ def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
     return batch.run_validate(list(targets), quiet=quiet)
 
 
-@cli.command("worked-example", cls=StudyCommand)
+@cli.command("worked-example", cls=StudyCommand,
+             short_help="Replay the documents' examples; audit their numbers.")
 @click.argument("target", metavar="[NAME or SPEC]", required=False)
 @click.option("--list", "list_", is_flag=True,
               help="List the examples (name, description, source) on stdout.")
@@ -269,6 +272,10 @@ def run(args: list[str]) -> int:
         result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
     except click.exceptions.Exit as e:
         return e.exit_code
+    except click.exceptions.NoArgsIsHelpError as e:  # bare `sdpa`: the help, laid out
+        if e.ctx is not None:
+            click.echo(e.ctx.get_help())
+        return 0
     except click.exceptions.Abort:
         click.echo("sdpa: interrupted", err=True)
         return EXIT_INTERRUPTED

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -124,7 +125,8 @@ def default_workers() -> int:
 
 
 def _out(help: str = "Run folder to write (default: outputs/<name>).") -> Callable:
-    return click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+    return click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+                        default=None,
                         metavar="DIR", help=help)
 
 

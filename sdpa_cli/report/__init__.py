@@ -136,3 +136,7 @@ def emit(result: Result, settings: Settings, folder: Path | None) -> None:
 
         terminal.show(result, folder, check=settings.check, wide=settings.wide,
                       explain=settings.explain)
+    else:  # -q silences the report, never a failure: one line per failed check
+        for c in result.checks:
+            if not c.passed:
+                print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
