@@ -70,7 +70,7 @@ def index_md(items: Sequence[Entry]) -> str:
                   f"{audit_number(a.computed, a.tolerance, a.printed)} | "
                   f"{_md(a.note or a.accepted or 'not accepted')} |"
                   for e, doc, a in s.mismatches]
-        lines += writers.fold_table(f"The {len(s.mismatches)} mismatches", table, FOLD) + [""]
+        lines += [*writers.fold_table(f"The {len(s.mismatches)} mismatches", table, FOLD), ""]
     for key, heading, group in by_document(items):
         lines += [f'<a id="{key}"></a>', "", f"## {heading}", ""]
         for e in group:

@@ -1,4 +1,4 @@
-"""report.html: the batch folder's experiments as one self-contained page, in the documents' order."""
+"""report.html: a batch folder's experiments on one self-contained page, as the documents go."""
 
 from __future__ import annotations
 
