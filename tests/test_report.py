@@ -162,6 +162,9 @@ def test_audit_summary_counts_equal_the_audit_entries(tmp_path: Path):
         sum(bool(a.accepted) for a in entries if a.status == "mismatch"))
     summary = text[text.index('id="audit"'):text.index('id="provenance"')]
     assert summary.count("<tr class=") == 3  # the list: one row per mismatch
+    # per document: checked, mismatch, accepted
+    assert f"{_e(DOCUMENTS[0].title)}</td><td>3</td><td>2</td><td>1</td>" in summary
+    assert f"{_e(DOCUMENTS[1].title)}</td><td>3</td><td>1</td><td>1</td>" in summary
     assert DOCUMENTS[0].title in summary and DOCUMENTS[1].title in summary
     assert "1.0 → 1.2346" in summary  # printed → computed
     assert "the document rounds" in summary and "not accepted" in summary
@@ -174,7 +177,7 @@ def test_provenance_names_versions_commit_and_seeds(placed: Path):
     manifest = json.loads((placed / "a-late" / "manifest.json").read_text(encoding="utf-8"))
     assert f"numpy {manifest['versions']['numpy']}" in prov
     assert f"sdpa {manifest['sdpa_version']}" in prov
-    assert prov.count("<td class=\"text\">7</td>") == len(PLACED)  # every seed
+    assert prov.count('<span class="seed">7</span>') == len(PLACED)  # every seed
     commit = collect.git_commit(Path(collect.__file__).resolve().parent)
     assert (commit or "unknown") in prov
 

@@ -73,6 +73,8 @@ def _read(folder: Path) -> Entry:
                      f"{type(e).__name__}")
     figures = tuple(f"{f.name}.png" for f in result.figures
                     if (folder / f"{f.name}.png").is_file())
+    if "layout" not in doc:  # written before results.json named its figures: every PNG
+        figures = tuple(sorted(p.name for p in folder.glob("*.png")))
     return Entry(folder.name, "passed" if result.passed else "failed", result, manifest,
                  figures, title=result.title, source=result.source)
 

@@ -40,12 +40,12 @@ pre { background: #f6f7fa; padding: .6rem .8rem; font-size: .85rem; white-space:
 pre.warn { border-left: 4px solid #e0a800; } ul.theory li { margin: .15rem 0; }
 details { margin: .5rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
 nav ol { margin: .2rem 0; } nav li { margin: .1rem 0; } nav .doc { margin-top: .5rem; }
-.top { font-size: .85rem; margin: .5rem 0 0; }
+.top { font-size: .85rem; margin: .5rem 0 0; } .seed { font-family: monospace; }
 .summary { background: #f6f7fa; border: 1px solid #d8dce6; padding: .4rem 1rem; }
 @media print {
   body { max-width: none; margin: 0; font-size: 10pt; }
   .top { display: none; }
-  h2 { break-before: page; } h2.first { break-before: auto; }
+  h2.doc { break-before: page; }
   h3, h4 { break-after: avoid; }
   table { font-size: 8pt; } tr, pre { break-inside: avoid; }
   figure img { max-height: 15cm; width: auto; }
@@ -158,8 +158,9 @@ def _section(e: Entry, root: Path) -> str:
                    + "".join(f"<li>{_e(t)}</li>" for t in r.findings) + "</ul>")
     figures = {f"{f.name}.png": f for f in r.figures}
     for name in e.figures:
-        fig = figures[name]
-        out.append(_figure(root / e.name / name, fig.title, fig.caption))
+        fig = figures.get(name)
+        out.append(_figure(root / e.name / name, fig.title if fig else name,
+                           fig.caption if fig else ""))
     if r.checks:
         out.append(_checks(r))
     if r.audit:
@@ -172,7 +173,7 @@ def _section(e: Entry, root: Path) -> str:
 
 
 def _contents(items: Sequence[Entry]) -> str:
-    out = ['<nav id="contents"><h2 class="first">Contents</h2><ol>',
+    out = ['<nav id="contents"><h2>Contents</h2><ol>',
            '<li><a href="#audit">Audit of the documents\' printed numbers</a></li>',
            '<li><a href="#provenance">Provenance</a></li>']
     for key, heading, group in by_document(items):
@@ -196,6 +197,10 @@ def _audit_summary(items: Sequence[Entry]) -> str:
             f"findings of the documents, {len(s.mismatches) - s.accepted} not accepted).</p>")
     if not s.mismatches:
         return head
+    counts = "".join(f'<tr><td class="text">{_e(doc)}</td><td>{n}</td><td>{bad}</td>'
+                     f"<td>{ok}</td></tr>" for doc, n, bad, ok in s.per_document)
+    head += ('<table><thead><tr><th class="text">document</th><th>checked</th>'
+             f"<th>mismatch</th><th>accepted</th></tr></thead><tbody>{counts}</tbody></table>")
     rows = "".join(
         f'<tr class="{"accepted" if a.accepted else "mismatch"}">'
         f'<td class="text">{_e(doc)}</td><td class="text"><a href="#{e.anchor}">{_e(e.name)}'
@@ -218,19 +223,19 @@ def _provenance(items: Sequence[Entry]) -> str:
              f"<li>libraries: {_e(libs)}</li>"]
     if p.mixed:
         lines.append(f"<li>run folders made with other library versions: {_e(p.mixed)}</li>")
-    seeds = "".join(f'<tr><td class="text"><a href="#{e.anchor}">{_e(e.name)}</a></td>'
-                    f'<td class="text">{_e(seed)}</td></tr>' for e, seed in p.seeds)
-    table = ('<table><thead><tr><th class="text">experiment</th><th class="text">seed</th>'
-             f"</tr></thead><tbody>{seeds}</tbody></table>")
-    return ('<h2 id="provenance">Provenance</h2><ul>' + "".join(lines) + "</ul>"
-            + _fold(f"Seeds ({len(p.seeds)} experiments)", len(p.seeds), table))
+    seeds = ", ".join(f'<a href="#{e.anchor}">{_e(e.name)}</a> <span class="seed">{_e(seed)}'
+                      "</span>" for e, seed in p.seeds)
+    if seeds:
+        lines.append(f"<li>seeds (rerun any experiment with these to get the same numbers): "
+                     f"{seeds}</li>")
+    return '<h2 id="provenance">Provenance</h2><ul>' + "".join(lines) + "</ul>"
 
 
 def report_html(items: Sequence[Entry], root: Path) -> str:
     groups = []
     for key, heading, group in by_document(items):
         files = sorted({e.source.split(",")[0].strip() for e in group if e.source})
-        groups.append(f'<h2 id="{key}">{_e(heading)}</h2>'
+        groups.append(f'<h2 class="doc" id="{key}">{_e(heading)}</h2>'
                       + (f'<p class="meta">{_e(", ".join(files))}</p>' if files else "")
                       + "\n".join(_section(e, root) for e in group))
     return (

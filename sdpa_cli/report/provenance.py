@@ -35,23 +35,32 @@ class AuditSummary:
     matched: int
     accepted: int
     mismatches: tuple[tuple[Entry, str, AuditEntry], ...]  # (experiment, document, entry)
+    # (document, printed numbers checked, mismatched, accepted), in the documents' order
+    per_document: tuple[tuple[str, int, int, int], ...] = ()
 
 
 def audit_summary(items: Sequence[Entry]) -> AuditSummary:
     checked = matched = accepted = audited = 0
     bad: list[tuple[Entry, str, AuditEntry]] = []
+    docs: dict[str, list[int]] = {}
     for e in items:
         if e.result is None or not e.result.audit:
             continue
         audited += 1
+        doc = e.document or e.source.split(",")[0] or e.name
+        tally = docs.setdefault(doc, [0, 0, 0])
         for a in e.result.audit:
             checked += 1
+            tally[0] += 1
             if a.status == "mismatch":
-                bad.append((e, e.document or e.source.split(",")[0], a))
+                bad.append((e, doc, a))
                 accepted += bool(a.accepted)
+                tally[1] += 1
+                tally[2] += bool(a.accepted)
             else:
                 matched += 1
-    return AuditSummary(audited, checked, matched, accepted, tuple(bad))
+    per_doc = tuple((doc, c[0], c[1], c[2]) for doc, c in docs.items())
+    return AuditSummary(audited, checked, matched, accepted, tuple(bad), per_doc)
 
 
 @dataclass(frozen=True)
