@@ -46,9 +46,11 @@ nav ol { margin: .2rem 0; } nav li { margin: .1rem 0; } nav .doc { margin-top: .
   body { max-width: none; margin: 0; font-size: 10pt; }
   .top { display: none; }
   h2.doc { break-before: page; }
-  h3, h4 { break-after: avoid; }
-  table { font-size: 8pt; } tr, pre { break-inside: avoid; }
-  figure img { max-height: 15cm; width: auto; }
+  h3, h4 { break-after: avoid; } h4 { margin: .6rem 0 .2rem; }
+  table { font-size: 8pt; max-width: 100%; } tr { break-inside: avoid; }
+  th, td { overflow-wrap: anywhere; padding: .1rem .35rem; }
+  pre { font-size: 7.5pt; line-height: 1.25; padding: .3rem .5rem; }
+  figure img { max-height: 11cm; max-width: 100%; width: auto; }
   a { color: inherit; text-decoration: none; }
 }
 """
