@@ -179,6 +179,11 @@ def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
                            f"--screenshot={shot}", report.as_uri()],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and shot.stat().st_size > 10_000
+    pdf = workdir / "report.pdf"  # the print layout (@media print) renders too
+    done = subprocess.run(["chromium", *flags, "--no-pdf-header-footer",
+                           f"--print-to-pdf={pdf}", report.as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and pdf.read_bytes().startswith(b"%PDF")
 
 
 QUICK_SHIPPED = [p for p in sorted((Path(__file__).parent.parent / "experiments").rglob("*.yaml"))
