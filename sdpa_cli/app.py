@@ -40,7 +40,8 @@ def run_study(
     folder = report.write_run(result, settings, target=target,
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)
-    report_batch.refresh(folder)  # a batch report that describes this folder stays true
+    if report_batch.refresh(folder) and not settings.quiet:  # keep that batch report true
+        print(f"updated {folder.parent / 'index.md'} and report.html", file=sys.stderr)
     tally = Report(check=settings.check)
     tally.add_result(result)
     return tally.exit_code
