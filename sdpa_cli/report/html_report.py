@@ -40,7 +40,7 @@ pre { background: #f6f7fa; padding: .6rem .8rem; font-size: .85rem; white-space:
 pre.warn { border-left: 4px solid #e0a800; } ul.theory li { margin: .15rem 0; }
 details { margin: .5rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
 nav ol { margin: .2rem 0; } nav li { margin: .1rem 0; } nav .doc { margin-top: .5rem; }
-.top { font-size: .85rem; margin: .5rem 0 0; } .seed { font-family: monospace; }
+.top { font-size: .85rem; margin: .5rem 0 0; } .seed { font-family: monospace, monospace; }
 .summary { background: #f6f7fa; border: 1px solid #d8dce6; padding: .4rem 1rem; }
 @media print {
   body { max-width: none; margin: 0; font-size: 10pt; }
