@@ -310,3 +310,32 @@ def test_study_command_never_writes_an_index_where_none_was(sdpa, workdir):
     assert (workdir / "plain" / "report.html").read_text() == "<p>mine</p>\n"
     assert sdpa("variance", "--dims", "4", "--pairs", "200", "--no-plots", "-q").code == 0
     assert not (workdir / "outputs" / "index.md").exists()
+
+
+def test_a_failed_run_keeps_the_earlier_folder_described_and_says_so(tmp_path: Path):
+    from sdpa_cli.report.outcomes import Outcome, Planned
+    from sdpa_cli.spec.variance import VarianceSpec
+
+    root = tmp_path / "batch"
+    _write(root, _result("kept", f"{DOC0}, General Pattern"))
+    spec = VarianceSpec(study="variance", dims=[4], title="Never ran", source="")
+    failed = Outcome(Planned(Path("kept.yaml"), spec, root / "kept"), "error",
+                     error="disk full")
+    missing = Outcome(Planned(Path("gone.yaml"), spec, root / "gone"), "skipped")
+    items = batch_report.write([failed, missing], root)
+    assert [(e.name, e.status) for e in items] == [("kept", "error"), ("gone", "skipped")]
+    html = (root / "report.html").read_text(encoding="utf-8")
+    kept = html[html.index('id="x-kept"'):html.index('id="x-gone"')]
+    assert "failed</strong>: disk full; the run folder still holds the earlier run" in kept
+    assert "Title of kept" in kept and "kept table" in kept  # the earlier run, shown
+    assert "was skipped" in html[html.index('id="x-gone"'):]
+
+
+def test_an_unreadable_run_folder_is_listed_not_fatal(tmp_path: Path):
+    root = tmp_path / "batch"
+    _write(root, _result("good", ""))
+    _write(root, _result("broken", ""))
+    (root / "broken" / "results.json").write_text("{not json", encoding="utf-8")
+    items = batch_report.write((), root)
+    assert {e.name: e.status for e in items} == {"good": "passed", "broken": "unreadable"}
+    assert "results.json or manifest.json cannot be read" in (root / "index.md").read_text()
