@@ -63,6 +63,9 @@ def index_md(items: Sequence[Entry]) -> str:
               f"match, {len(s.mismatches)} mismatch ({s.accepted} accepted as known findings, "
               f"{len(s.mismatches) - s.accepted} not accepted).", ""]
     if s.mismatches:
+        lines += ["| document | checked | mismatch | accepted |", "|---|---|---|---|"]
+        lines += [f"| {_md(doc)} | {n} | {bad} | {ok} |" for doc, n, bad, ok in s.per_document]
+        lines.append("")
         table = ["| document | experiment | where | printed → computed | why |",
                  "|---|---|---|---|---|"]
         table += [f"| {_md(doc)} | [{e.name}](#{e.anchor}) | {_md(a.source)}: "
