@@ -48,7 +48,7 @@ nav ol { margin: .2rem 0; } nav li { margin: .1rem 0; } nav .doc { margin-top: .
   h2.doc { break-before: page; }
   h3, h4 { break-after: avoid; } h4 { margin: .6rem 0 .2rem; }
   table { font-size: 8pt; max-width: 100%; } tr { break-inside: avoid; }
-  th, td { overflow-wrap: anywhere; padding: .1rem .35rem; }
+  th, td { padding: .1rem .35rem; } td.text { overflow-wrap: break-word; }
   pre { font-size: 7.5pt; line-height: 1.25; padding: .3rem .5rem; }
   figure img { max-height: 11cm; max-width: 100%; width: auto; }
   a { color: inherit; text-decoration: none; }
