@@ -339,3 +339,15 @@ def test_an_unreadable_run_folder_is_listed_not_fatal(tmp_path: Path):
     items = batch_report.write((), root)
     assert {e.name: e.status for e in items} == {"good": "passed", "broken": "unreadable"}
     assert "results.json or manifest.json cannot be read" in (root / "index.md").read_text()
+
+
+def test_the_report_reads_the_same_whichever_command_rebuilt_it(sdpa, workdir):
+    specs = workdir / "specs"
+    specs.mkdir()
+    write_spec(specs, "a.yaml", OK.format(seed=1))
+    write_spec(specs, "b.yaml", OK.format(seed=2))
+    assert sdpa("run", str(specs), "--out", "R", "--no-plots", "-q").code == 0
+    root = workdir / "R"
+    before = {f: (root / f).read_bytes() for f in ("index.md", "report.html")}
+    assert batch_report.refresh(root / "a")  # what a study command does after writing R/a
+    assert {f: (root / f).read_bytes() for f in before} == before

@@ -85,9 +85,10 @@ def index_md(items: Sequence[Entry]) -> str:
             else:
                 figures = [f"{e.name}/{f}" for f in e.figures]
                 lines += writers.result_markdown(e.result, level=3, figures=figures, fold=FOLD)
-            spec = f"Spec: `{e.spec_file}` · " if e.spec_file else ""
-            lines += ["", f"{spec}run folder: [{e.name}/]({e.name}/) · status: **{e.status}** · "
-                          "[back to top](#top)", ""]
+            where = (f"run folder: [{e.name}/]({e.name}/) (resolved spec: "
+                     f"[spec.yaml]({e.name}/spec.yaml))" if e.result else
+                     f"spec: `{e.spec_file or '—'}`")
+            lines += ["", f"{where} · status: **{e.status}** · [back to top](#top)", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -126,9 +126,10 @@ def _section(e: Entry, root: Path) -> str:
            "</h3>"]
     if e.source:
         out.append(f'<p class="meta">Reproduces: {_e(e.source)}</p>')
-    where = [f"run folder {_e(e.name)}/"]
-    if e.spec_file:
-        where.insert(0, f"spec {_e(e.spec_file)}")
+    # The resolved spec in the folder, not the file it came from: the report reads the same
+    # whichever command last rebuilt it.
+    where = [f"run folder {_e(e.name)}/ (resolved spec: spec.yaml)" if r else
+             f"spec {_e(e.spec_file or '—')}"]
     if r is not None:
         where.append(f"study {_e(r.study)}")
         seed = r.spec.get("seed")
