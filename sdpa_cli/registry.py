@@ -27,7 +27,6 @@ class Study:
     documented_problem: Callable[[Any, Documented], str | None]
     # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
     figures: Callable[[], Mapping[str, Renderer]]
-    row_types: tuple[type, ...] = ()  # the typed rows of its tables
 
 
 def _variance() -> Study:
