@@ -145,7 +145,8 @@ def test_report_is_self_contained_and_complete(sdpa, workdir, specs):
     assert len(imgs) == len(pngs) == 6
     sections = [a["id"] for t, a in page.tags if t == "section"]
     assert sections == ["x-a-ok", "x-b-failing", "x-c-ok"]
-    assert tags.count("table") >= 1 + 3 * 2  # contents + each experiment's table and checks
+    assert tags.count("nav") == 1  # the contents
+    assert tags.count("table") >= 3 * 2  # each experiment's table and checks
     assert "http://" not in text and "https://" not in text
     index = (root / "index.md").read_text()
     for png in pngs:
