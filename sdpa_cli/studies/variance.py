@@ -373,6 +373,8 @@ def _figures(
         "histograms", "variance.histograms",
         "Distribution of q·k by dimension" + (f", raw and {scaled.formula}" if scaled else ""),
         {"panels": panels, "distribution": spec.distribution, "pairs": spec.pairs},
+        caption="Compare the widths across d: raw q·k spreads out as d grows"
+                + (f"; see what {scaled.formula} does to that spread." if scaled else "."),
     )
     curves = []
     d_lo, d_hi = min(spec.dims), max(spec.dims)
@@ -409,6 +411,8 @@ def _figures(
         "variance_vs_dim", "variance.vs_dim", title,
         {"curves": curves, "quantity": "std" if about_std else "variance",
          "se_k": spec.se_tolerance},
+        caption="Points are measurements with their ±se bars, lines the closed form each "
+                "should sit on: a point off its line is a failed check.",
     )
     return hist, vvd
 
