@@ -162,7 +162,8 @@ class Result:
             doc.setdefault("tables", {})[t.name] = list(t.rows)
         doc.update(self.extra)
         doc["layout"] = self._layout()
-        return clean(doc)
+        cleaned: dict[str, Any] = clean(doc)
+        return cleaned
 
     def _layout(self) -> dict[str, Any]:
         """How the result is shown (columns, panels, figure captions), so a report can be
