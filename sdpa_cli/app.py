@@ -12,6 +12,7 @@ from typing import Any
 
 from sdpa_cli import batch, paths, registry, report, spec
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
+from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 
@@ -42,6 +43,9 @@ def run_study(
                               input_spec=resolved.model_dump(mode="json"),
                               ) if settings.write else None
     report.emit(result, settings, folder)
+    if folder is not None and report_batch.refresh(folder) and not settings.quiet:
+        # keep that batch report true
+        print(f"updated {folder.parent / 'index.md'} and report.html", file=sys.stderr)
     tally = Report(check=settings.check)
     tally.add_result(result)
     planned = Planned(spec_path or Path(f"<{study} flags>"), resolved, target)
@@ -146,6 +150,9 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     report.finish_ci(outcomes, settings, started=started)
     done = [(o.result, o.folder) for o in outcomes
             if o.result is not None and (o.folder or not settings.write)]
+    folders = [f for _, f in done if f is not None]
+    if folders:
+        report_batch.refresh(folders[0])  # they share one parent folder
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
         report.write_stdout(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -12,8 +13,10 @@ from sdpa_cli import paths, registry, report, selection, spec
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, Problem, SdpaError
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
+from sdpa_cli.studies.result import Result
 
 if TYPE_CHECKING:
+    from sdpa_cli.report.collect import Entry
     from sdpa_cli.report.progress import Progress
 
 
@@ -109,8 +112,12 @@ def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
         versions=manifest.versions())
     if status is None:
         return None
-    pngs = tuple(sorted(f.name for f in p.target.glob("*.png"))) if settings.plots else ()
-    return Outcome(p, status, seconds=time.time() - started, figures=pngs, folder=p.target,
+    try:  # the folder's own result, so every report reads it as if it had just run
+        result = Result.from_json(json.loads((p.target / "results.json").read_text("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Outcome(p, status, result=result, seconds=time.time() - started,
+                   figures=tuple(report.figure_files(result, settings)), folder=p.target,
                    kept=True)
 
 
@@ -154,6 +161,9 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     if keyword is not None:
         selection.keyword(keyword)  # a malformed -k is exit 2 before anything is read
     planned = plan(validate(collect(targets)), settings)
+    # index.md and report.html: sdpa's own or absent, checked before any work
+    report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
+                       else "--out")
     record = selection.read_last_failed(settings.root)
     if keyword is not None or last_failed:
         chosen = selection.select([(p.target.name, p.spec.study) for p in planned],
@@ -170,8 +180,9 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress,
                                       keep_unchanged=settings.write and not force)
+    described: list[Entry] = []
     if settings.write:
-        batch_report.write(outcomes, settings.root, embed=settings.plots)
+        described = batch_report.write(outcomes, settings.root)
         selection.write_last_failed(settings.root, selection.updated_last_failed(
             record, [(o.planned.target.name, o.status) for o in outcomes]))
     report.finish_ci(outcomes, settings, started=started)
@@ -179,7 +190,7 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
         batch_report.show_summary(outcomes, settings.root, check=settings.check,
-                                  wrote=settings.write)
+                                  described=len(described), wrote=settings.write)
     else:  # -q silences progress and summary, never a failure: one line per failed spec
         for o in outcomes:
             if o.status == "error":

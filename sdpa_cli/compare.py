@@ -14,7 +14,7 @@ from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
-SKIP_EXACT = {"manifest.json"}  # holds times and argv: never byte-identical
+SKIP_EXACT = {"manifest.json", "sdpa-batch.json"}  # manifests: times, argv, file hashes
 # A standard error named otherwise than `<x>_se`: the variance study's `se` is Var's.
 SE_ALIASES = {"se": "variance"}
 

@@ -68,12 +68,10 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
             and doc.get("versions") == dict(versions))
     if not same or doc.get("status") not in ("passed", "failed"):
         return None
-    for entry in doc.get("outputs") or [{}]:  # every file it wrote is still there, same size
-        try:
-            if (folder / entry["path"]).stat().st_size != entry["bytes"]:
-                return None
-        except (OSError, KeyError, TypeError):
-            return None
+    from sdpa_cli.report.manifest import run_folder_problem
+
+    if run_folder_problem(folder):  # a file missing, added or changed since sdpa wrote it
+        return None
     return str(doc["status"])
 
 
