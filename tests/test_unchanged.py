@@ -45,7 +45,8 @@ def test_second_run_keeps_everything_and_force_reruns(sdpa, specs, workdir):
     assert {n: e["status"] for n, e in second.items()} == {"a-ok": "passed",
                                                            "b-failing": "failed"}
     assert _stamp(workdir, "a-ok") == before  # the folder was not rewritten
-    assert "Unchanged since its last run, kept" in (workdir / "outputs" / "index.md").read_text()
+    index = (workdir / "outputs" / "index.md").read_text()
+    assert "(b-failing/spec.yaml)) · status: **failed**" in index  # still reported whole
     forced = _run(sdpa, specs, "--force")
     assert not any(e["kept"] for e in forced.values())
     assert _stamp(workdir, "a-ok") != before
@@ -60,7 +61,7 @@ def test_a_kept_failure_still_fails_the_check_and_the_junit_report(sdpa, specs, 
     assert 'name="b-failing"' in text and 'failures="2"' in text and 'name="kept"' in text
 
 
-@pytest.mark.parametrize("change", ["spec", "code", "figures", "lost file", "library"])
+@pytest.mark.parametrize("change", ["spec", "code", "figures", "library"])
 def test_any_change_reruns_the_spec(sdpa, specs, workdir, monkeypatch, change):
     _run(sdpa, specs)
     extra: tuple[str, ...] = ()
@@ -70,8 +71,6 @@ def test_any_change_reruns_the_spec(sdpa, specs, workdir, monkeypatch, change):
         monkeypatch.setattr(unchanged, "code_digest", lambda: "0" * 64)
     elif change == "figures":
         extra = ("--svg",)
-    elif change == "lost file":
-        (workdir / "outputs" / "a-ok" / "table.csv").unlink()
     else:
         from sdpa_cli.report import manifest
 
@@ -79,7 +78,20 @@ def test_any_change_reruns_the_spec(sdpa, specs, workdir, monkeypatch, change):
         monkeypatch.setattr(manifest, "versions", lambda: {**real(), "numpy": "0.0"})
     again = _run(sdpa, specs, *extra)
     assert again["a-ok"]["kept"] is False
-    assert again["b-failing"]["kept"] is (change in ("spec", "lost file"))
+    assert again["b-failing"]["kept"] is (change == "spec")
+
+
+def test_a_folder_changed_by_hand_is_never_kept(sdpa, specs, workdir):
+    _run(sdpa, specs)
+    folder = workdir / "outputs" / "a-ok"
+    m = json.loads((folder / "manifest.json").read_text())
+    same = {"input_sha256": m["input_sha256"], "render": m["render"], "versions": m["versions"]}
+    assert unchanged.kept_status(folder, **same) == "passed"
+    csv = folder / "table.csv"
+    csv.write_text(csv.read_text() + "edited\n")
+    assert unchanged.kept_status(folder, **same) is None
+    r = sdpa("run", str(specs), "--no-plots", "-q")
+    assert r.code == 2 and "files were changed since sdpa wrote them (table.csv)" in r.err
 
 
 def test_code_digest_covers_every_source_file():
