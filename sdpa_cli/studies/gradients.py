@@ -110,7 +110,8 @@ def _values_at(spec: GradientsSpec, i: int, d: int, ctx: RunContext) -> list[Tri
         acc.append(part)
         return acc
 
-    parts = fold_blocks(blocks, work, fold, [], ctx.workers, ctx.executor)
+    start: list[list[TrialValues]] = []
+    parts = fold_blocks(blocks, work, fold, start, ctx.workers, ctx.executor)
     return [TrialValues.join([p[r] for p in parts]) for r in range(len(rules))]
 
 
