@@ -86,34 +86,38 @@ def slope_rows(spec: GradientsSpec, rows: Sequence[Mapping[str, Any]]) -> list[S
 def theory_slope(spec: GradientsSpec, rule: Any, g: str) -> tuple[float | None, str]:
     """The d_k → ∞ slope of a mean gradient norm at fixed d_model and n, where derived.
 
-    Derived only for independent W_Q, W_K (a = 0) and d_v = d_k. With factor ∝ d^(−p):
-    ∂L/∂W_V = Xᵀ·Pᵀ·G has d_v columns, so its norm grows as √d_v once the law of P settles
-    (uniform for p > ½, a fixed law for p = ½, one-hot for p < ½); ∂L/∂X has that V-path
-    term too. ∂L/∂W_Q = factor·Xᵀ·dS·K with ‖dS‖ ∝ √d_v·(softmax Jacobian) and ‖K‖ ∝ √d_k:
-    d^(1−p) while the Jacobian settles (p ≥ ½). For p < ½ the typical row freezes, and the
-    mean is carried by rare near-tied rows whose frequency falls as 1/(score spread)
-    = d^(p−½): d^(1−p)·d^(p−½) = d^½ — a heuristic, not a theorem, and the median has no
-    power law at all (it decays like exp(−c·d^(½−p))).
+    Derived for independent W_Q, W_K (a = 0); e = ½ when d_v = d_k (the default), 0 for a
+    fixed d_v. With factor ∝ d^(−p): ∂L/∂W_V = Xᵀ·Pᵀ·G has d_v columns, so its norm grows
+    as d^e once the law of P settles (uniform for p > ½, a fixed law for p = ½, one-hot for
+    p < ½). ∂L/∂W_Q = factor·Xᵀ·dS·K with ‖dS‖ ∝ d^e·(softmax Jacobian) and ‖K‖ ∝ √d_k:
+    d^(e + ½ − p) while the Jacobian settles (p ≥ ½). For p < ½ the typical row freezes,
+    and the mean is carried by rare near-tied rows whose share falls as 1/(score spread)
+    = d^(p − ½): d^e in all — a heuristic, not a theorem; the median has no power law (it
+    decays like exp(−c·d^(½ − p))). ∂L/∂X adds the V path (d^e) to the Q and K paths
+    (the W_Q slope), so its slope is the larger of the two.
     """
     if spec.alignment != 0.0:
         return None, "none known: aligned keys (scores have mean a·d_k on the diagonal)"
-    if spec.d_v is not None:
-        return None, "none derived for a fixed d_v"
     if getattr(rule, "cap", None) is not None:
         return None, "none derived for capped scores"
+    e = 0.5 if spec.d_v is None else 0.0
+    if g == "wv":
+        return e, "limit: d_v columns, the law of P settles"
     norm = "cosine" if getattr(rule, "cosine", False) else getattr(rule, "norm", None)
-    if g in ("wv", "x"):
-        return 0.5, "limit: √d_v columns, the law of P settles"
-    if norm == "cosine":
-        return 0.0, "limit: cos(q, k) ~ d^(−½), P → uniform, ‖dQ‖ settles"
-    if norm in ("layer", "rms"):
-        return 0.5, "limit: q̃·k̃/√d has a fixed law"
     p = float(getattr(rule, "power", 0.0))
-    if p > 0.5:
-        return 1.0 - p, "limit: scores → 0, P → uniform"
-    if p == 0.5:
-        return 0.5, "limit: the score law converges"
-    return 0.5, "heuristic: mean set by near-tied rows (median falls faster)"
+    if norm == "cosine":
+        slope, basis = e - 0.5, "limit: cos(q, k) ~ d^(−½), P → uniform, ÷|q| ~ d^(−½)"
+    elif norm in ("layer", "rms"):
+        slope, basis = e, "limit: q̃·k̃/√d has a fixed law"
+    elif p > 0.5:
+        slope, basis = e + 0.5 - p, "limit: scores → 0, P → uniform"
+    elif p == 0.5:
+        slope, basis = e, "limit: the score law converges"
+    else:
+        slope, basis = e, "heuristic: mean set by near-tied rows (median falls faster)"
+    if g == "x":
+        return max(e, slope), basis + "; X also gets the V path (d^" + ("½)" if e else "0)")
+    return slope, basis
 
 
 def theory_lines(spec: GradientsSpec) -> tuple[str, ...]:
@@ -125,8 +129,8 @@ def theory_lines(spec: GradientsSpec) -> tuple[str, ...]:
         "E[(q·k)²] = σ_w⁴(1 + 2/d_model)·d_k·(1 + a²(d_k+1)).",
         "Slopes for d_k → ∞ at a = 0, d_v = d_k, factor ∝ d^(−p): ‖∂L/∂W_V‖, ‖∂L/∂X‖ ∝ d^½; "
         "‖∂L/∂W_Q‖, ‖∂L/∂W_K‖ ∝ d^(1−p) for p ≥ ½ (÷√d: ½, ÷d: 0), and ∝ d^½ for p < ½ "
-        "(heuristic: rare near-tied rows carry the mean). No slope is derived for aligned "
-        "weights, a fixed d_v or capped scores.",
+        "(heuristic: rare near-tied rows carry the mean). A fixed d_v takes ½ off each "
+        "(W_V: 0). No slope is derived for aligned weights or capped scores.",
         "Slopes are least-squares fits of ln(mean) on ln d_k; their se comes from the "
         "Monte Carlo se of each mean. The last-step slope uses the two largest d_k only.",
     ]
