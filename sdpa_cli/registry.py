@@ -27,7 +27,6 @@ class Study:
     documented_problem: Callable[[Any, Documented], str | None]
     # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
     figures: Callable[[], Mapping[str, Renderer]]
-    row_types: tuple[type, ...] = ()  # the typed rows of its tables
 
 
 def _variance() -> Study:
@@ -77,7 +76,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 
 def _worked_example() -> Study:
     from sdpa_cli.spec.worked import WorkedExampleSpec
-    from sdpa_cli.studies import worked_example
+    from sdpa_cli.studies import worked as worked_example
 
     def run(spec: WorkedExampleSpec, ctx: RunContext) -> Result:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
@@ -97,7 +96,7 @@ def _gradients() -> Study:
     from sdpa_cli.studies import gradients
 
     return Study("gradients", GradientsSpec, gradients.run, gradients.documented_problem,
-                 _gradients_figures, row_types=(gradients.GradientRow,))
+                 _gradients_figures)
 
 
 def _gradients_figures() -> Mapping[str, Renderer]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,8 @@ from sdpa_cli.spec.gradients import GradientsSpec
 NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "x": "X"}
 
 
-class SlopeRow(TypedDict):
+@dataclass(frozen=True)
+class SlopeRow:
     """d ln(norm)/d ln(d_k) for one rule and one gradient."""
 
     scaling: str

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, TypedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -20,13 +21,14 @@ from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.context import SERIAL, RunContext
-from sdpa_cli.studies.gradient_theory import SlopeRow, slope_rows, theory_lines
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
+from sdpa_cli.studies.gradient_theory import slope_rows, theory_lines
+from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row, row_fields
 
 GRADS = ("wq", "wk", "wv", "x")  # ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V, ∂L/∂X
 
 
-class GradientRow(TypedDict):
+@dataclass(frozen=True)
+class GradientRow:
     """One (d_k, rule) row; every grad_* is the Frobenius norm of that gradient per trial."""
 
     dim: int
@@ -55,7 +57,8 @@ class GradientRow(TypedDict):
     note: str
 
 
-FIELDS = tuple(GradientRow.__annotations__)
+FIELDS = row_fields(GradientRow)
+Row = Mapping[str, Any]  # a GradientRow or SlopeRow as its table holds it
 
 COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
@@ -117,22 +120,24 @@ def _values_at(spec: GradientsSpec, i: int, d: int, ctx: RunContext) -> list[Tri
 
 def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
     k = spec.se_tolerance
-    rows: list[GradientRow] = []
+    typed: list[GradientRow] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dims):
         for rule, values in zip(spec.scalings, _values_at(spec, i, d, ctx), strict=True):
             row = _row(spec, d, rule, values)
-            rows.append(row)
+            typed.append(row)
             checks.append(_check(row, k))
-    slopes = slope_rows(spec, rows)
+    rows = [as_row(r) for r in typed]
+    slopes = [as_row(r) for r in slope_rows(spec, rows)]
     return assemble(
         spec, study="gradients", title="Gradients through one attention layer versus d_k",
         table=Table("gradients", "Gradient norms at initialisation by d_k and rule", COLUMNS,
-                    tuple(dict(r) for r in rows)),
+                    tuple(rows)),
         tables=[Table("slopes", "Log-log slopes of the gradient norms versus d_k",
-                      SLOPE_COLUMNS, tuple(dict(r) for r in slopes))],
+                      SLOPE_COLUMNS, tuple(slopes))],
         checks=checks, lookup=_lookup(rows), theory=theory_lines(spec),
-        notes=_notes(spec, rows, slopes), figures=_figures(spec, rows, slopes),
+        notes=_notes(spec), figures=_figures(spec, rows, slopes),
+        findings=findings(spec, rows, slopes), expect=expect(spec),
     )
 
 
@@ -173,11 +178,11 @@ def _row(spec: GradientsSpec, d: int, rule: Any, v: TrialValues) -> GradientRow:
 
 
 def _check(row: GradientRow, k: float) -> Check:
-    name = f"d_k={row['dim']} {row['scaling']}"
-    if row["note"]:
-        return Check(name, False, row["note"])
-    z = row["score_ms_z"]
-    if row["theory_score_ms"] is None:
+    name = f"d_k={row.dim} {row.scaling}"
+    if row.note:
+        return Check(name, False, row.note)
+    z = row.score_ms_z
+    if row.theory_score_ms is None:
         return Check(name, True, "gradients finite; no closed form for this rule's scores "
                      "(reported only)")
     if z is None:
@@ -186,9 +191,9 @@ def _check(row: GradientRow, k: float) -> Check:
                  f"value (pass: within ±{k:g})")
 
 
-def _lookup(rows: Sequence[GradientRow]) -> Lookup:
+def _lookup(rows: Sequence[Row]) -> Lookup:
     def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows([dict(r) for r in rows], _canonical(entry).row)
+        found = find_rows(rows, _canonical(entry).row)
         if len(found) != 1:
             return None, None
         row = found[0]
@@ -202,24 +207,49 @@ def _lookup(rows: Sequence[GradientRow]) -> Lookup:
     return lookup
 
 
-def _notes(spec: GradientsSpec, rows: Sequence[GradientRow],
-           slopes: Sequence[SlopeRow]) -> tuple[str, ...]:
-    """One plain sentence per rule: how ‖∂L/∂W_Q‖ and the frozen share move with d_k."""
-    notes = []
+def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
+             ) -> tuple[str, ...]:
+    """One plain sentence per rule, from the rows alone: how ‖∂L/∂W_Q‖ and the frozen
+    share move between the smallest and the largest d_k."""
+    out = []
     lo, hi = min(spec.dims), max(spec.dims)
     for rule in spec.scalings:
         mine = [r for r in rows if r["scaling"] == rule.label]
         first = next(r for r in mine if r["dim"] == lo)
         last = next(r for r in mine if r["dim"] == hi)
-        slope = next((s for s in slopes if s["scaling"] == rule.label and s["gradient"] == "W_Q"),
-                     None)
-        fit = (f" (log-log slope {slope['slope']:.2f} ± {slope['slope_se']:.2f})"
-               if slope and slope["slope"] is not None and slope["slope_se"] is not None else "")
-        notes.append(
-            f"{rule.label}: from d_k = {lo} to {hi}, mean ‖∂L/∂W_Q‖ goes "
-            f"{_g(first['grad_wq_mean'])} → {_g(last['grad_wq_mean'])}{fit}, median "
-            f"{_g(first['grad_wq_median'])} → {_g(last['grad_wq_median'])}; frozen rows "
+        if lo == hi or not first["grad_wq_mean"] or last["grad_wq_mean"] is None:
+            continue
+        ratio = last["grad_wq_mean"] / first["grad_wq_mean"]
+        trend = ("grows" if ratio > 1.25 else "vanishes" if ratio < 1e-6
+                 else "shrinks" if ratio < 0.8 else "stays about the same")
+        slope = next((s for s in slopes if s["scaling"] == rule.label
+                      and s["gradient"] == "W_Q"), None)
+        fit = (f", log-log slope {slope['slope']:.2f} ± {slope['slope_se']:.2f}"
+               if slope and slope["slope"] is not None and slope["slope_se"] is not None
+               else "")
+        out.append(
+            f"{rule.label}: the gradient on W_Q {trend} from d_k = {lo} to {hi} (mean "
+            f"{_g(first['grad_wq_mean'])} → {_g(last['grad_wq_mean'])}{fit}; median "
+            f"{_g(first['grad_wq_median'])} → {_g(last['grad_wq_median'])}); frozen rows "
             f"{first['frozen_share']:.1%} → {last['frozen_share']:.1%}.")
+    return tuple(out)
+
+
+def expect(spec: GradientsSpec) -> tuple[str, ...]:
+    """What the documents claim and what theory predicts, in plain words."""
+    lines = ["The documents: unscaled scores saturate softmax as d_k grows, so the gradients "
+             "on the weights vanish; dividing by √d_k prevents it."]
+    if spec.alignment:
+        lines.append("With aligned keys a token's score with itself has mean a·d_k, so even "
+                     "÷√d_k leaves it growing like √d_k; ÷d_k keeps it bounded.")
+    else:
+        lines.append("With independent weights, ÷√d_k keeps the score law fixed, so every "
+                     "gradient grows like √d_k (d_v = d_k columns); ÷d_k keeps ‖∂L/∂W_Q‖ flat.")
+    return tuple(lines)
+
+
+def _notes(spec: GradientsSpec) -> tuple[str, ...]:
+    notes = []
     if spec.causal:
         notes.append("Causal mask: the first query sees one key, so its row is always frozen "
                      f"(‖J‖_F = 0); that alone is 1/{spec.keys} of the rows.")
@@ -231,8 +261,8 @@ def _g(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
 
-def _figures(spec: GradientsSpec, rows: Sequence[GradientRow],
-             slopes: Sequence[SlopeRow]) -> tuple[Figure, ...]:
+def _figures(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
+             ) -> tuple[Figure, ...]:
     series = []
     for rule in spec.scalings:
         mine = [r for r in rows if r["scaling"] == rule.label]
@@ -240,9 +270,9 @@ def _figures(spec: GradientsSpec, rows: Sequence[GradientRow],
                                  "frozen": [r["frozen_share"] for r in mine],
                                  "frozen_se": [r["frozen_share_se"] for r in mine]}
         for g in GRADS:
-            entry[g] = {"mean": [r[f"grad_{g}_mean"] for r in mine],  # type: ignore[literal-required]
-                        "se": [r[f"grad_{g}_se"] for r in mine],  # type: ignore[literal-required]
-                        "median": [r[f"grad_{g}_median"] for r in mine]}  # type: ignore[literal-required]
+            entry[g] = {"mean": [r[f"grad_{g}_mean"] for r in mine],
+                        "se": [r[f"grad_{g}_se"] for r in mine],
+                        "median": [r[f"grad_{g}_median"] for r in mine]}
         entry["slopes"] = {s["gradient"]: s["slope"] for s in slopes
                            if s["scaling"] == rule.label}
         series.append(entry)
