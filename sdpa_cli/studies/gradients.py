@@ -265,7 +265,7 @@ def _figures(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
              ) -> tuple[Figure, ...]:
     series = []
     for rule in spec.scalings:
-        mine = [r for r in rows if r["scaling"] == rule.label]
+        mine = sorted((r for r in rows if r["scaling"] == rule.label), key=lambda r: r["dim"])
         entry: dict[str, Any] = {"scaling": rule.label, "dims": [r["dim"] for r in mine],
                                  "frozen": [r["frozen_share"] for r in mine],
                                  "frozen_se": [r["frozen_share_se"] for r in mine]}

@@ -24,6 +24,7 @@ def _dim_ticks(ax: Axes, dims: list[float]) -> None:
     ax.set_xscale("log")
     ax.set_xticks(dims, [f"{d:g}" for d in dims])
     ax.minorticks_off()
+    ax.set_xlim(dims[0] / 1.6, dims[-1] * 1.6)  # one d_k alone sits in the middle
 
 
 def draw_norms(figure: Figure) -> Any:  # a matplotlib Figure
