@@ -14,7 +14,7 @@ from sdpa_cli.numerics.grad_trials import Layer, draw, score_moments, trial_valu
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.studies import gradients
 from sdpa_cli.studies.context import RunContext
-from sdpa_cli.studies.gradient_theory import fit_slope
+from sdpa_cli.studies.gradient_theory import fit_slope, theory_slope
 
 K = 4.0  # tolerance in standard errors
 
@@ -177,3 +177,25 @@ def test_shipped_specs_validate() -> None:
     for path in sorted((EXPERIMENTS / "gradients").glob("*.yaml")):
         spec = specs.load(path)
         assert spec.study == "gradients"
+
+
+@pytest.mark.parametrize("rule,d_v,want", [
+    ("sqrt", None, {"wq": 0.5, "wk": 0.5, "wv": 0.5, "x": 0.5}),
+    ("linear", None, {"wq": 0.0, "wk": 0.0, "wv": 0.5, "x": 0.5}),
+    ("cosine", None, {"wq": 0.0, "wv": 0.5, "x": 0.5}),
+    ("linear", 8, {"wq": -0.5, "wv": 0.0, "x": 0.0}),
+    ("sqrt", 8, {"wq": 0.0, "wv": 0.0, "x": 0.0}),
+    ("power:0.75", None, {"wq": 0.25, "x": 0.5}),
+])
+def test_theory_slopes(rule: str, d_v: int | None, want: dict[str, float]) -> None:
+    spec = specs.load(None, study="gradients", overrides={
+        "dims": [4, 8], "scalings": [rule], "seed": 1, **({"d_v": d_v} if d_v else {})})
+    for g, slope in want.items():
+        assert theory_slope(spec, spec.scalings[0], g)[0] == pytest.approx(slope)
+
+
+def test_no_theory_slope_for_aligned_weights() -> None:
+    spec = specs.load(None, study="gradients", overrides={
+        "dims": [4, 8], "alignment": 0.5, "seed": 1})
+    slope, basis = theory_slope(spec, spec.scalings[0], "wq")
+    assert slope is None and basis.startswith("none known")

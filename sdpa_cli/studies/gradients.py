@@ -134,7 +134,7 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
         table=Table("gradients", "Gradient norms at initialisation by d_k and rule", COLUMNS,
                     tuple(rows)),
         tables=[Table("slopes", "Log-log slopes of the gradient norms versus d_k",
-                      SLOPE_COLUMNS, tuple(slopes))],
+                      SLOPE_COLUMNS, tuple(slopes))] if slopes else [],  # one d_k: no slope
         checks=checks, lookup=_lookup(rows), theory=theory_lines(spec),
         notes=_notes(spec), figures=_figures(spec, rows, slopes),
         findings=findings(spec, rows, slopes), expect=expect(spec),
