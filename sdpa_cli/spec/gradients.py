@@ -7,16 +7,15 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from sdpa_cli.errors import SpecFieldError
-from sdpa_cli.numerics.grad_trials import Layer
+from sdpa_cli.numerics.grad_trials import BLOCK_FLOATS, Layer
+from sdpa_cli.spec import limits
 from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
 
 DEFAULT_DIMS = (16, 64, 256, 1024)
 MAX_WIDTH = 1 << 14  # d_k, d_v and d_model: one trial's weights stay below ~1 GB
 MAX_KEYS = 4096  # n: the score matrix of one trial is n × n
-# Work guard: about this many multiply-adds take an hour on a loaded 2-core machine.
-MAX_FLOPS = 1e13
-MAX_TRIAL_FLOATS = 1 << 27  # one trial's arrays (1 GB): a block never holds less than one
-MAX_KEPT = 4 * 10**6  # trials × rules: per-trial values kept for the medians (~200 MB)
+KEPT_PER_TRIAL = 7  # per-trial values kept per rule (for the medians), float64 each
+IN_FLIGHT = 16  # blocks held at once: fold_blocks keeps 2 × workers, and --workers ≤ 8
 
 
 class GradientsSpec(SpecBase):
@@ -52,17 +51,24 @@ class GradientsSpec(SpecBase):
             if getattr(s, "norm", None) == "layer" and min(self.dims) < 2:
                 raise SpecFieldError(("scalings", i), f"{s.label} centres q and k: it needs "
                                      "every d_k ≥ 2 (one centred component is 0)")
-        rules = len(self.scalings)
-        for i, d in enumerate(self.dims):
-            if self.layer(d).floats_per_trial(rules) > MAX_TRIAL_FLOATS:
-                raise SpecFieldError(("dims", i), f"one trial at d_k {d} with d_model "
-                                     f"{self.d_model} would hold more than 1 GB; lower them")
-        if self.trials * rules > MAX_KEPT:
-            raise SpecFieldError(("trials",), f"{self.trials} trials × {rules} rules keep more "
-                                 f"than {MAX_KEPT:.0e} per-trial values; lower trials")
-        flops = self.trials * sum(self.layer(d).flops_per_trial(rules) for d in self.dims)
-        if flops > MAX_FLOPS:
-            raise SpecFieldError(
-                ("trials",), f"would need about {flops:.1e} multiply-adds (hours of work); the "
-                f"limit is {MAX_FLOPS:.0e}: lower trials, dims, d_model or keys")
         return self
+
+
+def cost(spec: GradientsSpec) -> limits.Cost:
+    """Work (multiply-adds and draws), peak memory and output of a gradients spec
+    (registry.Study.limits; spec.load refuses a spec over any budget)."""
+    rules = len(spec.scalings)
+    layers = [spec.layer(d) for d in spec.dims]
+    work = spec.trials * sum(int(layer.flops_per_trial(rules)) for layer in layers)
+    trial = max(layer.floats_per_trial(rules) for layer in layers)
+    # a block holds BLOCK_FLOATS, or one trial when a trial is larger; the per-trial values
+    # kept for one d_k's medians come on top
+    blocks = 8 * IN_FLIGHT * max(trial, BLOCK_FLOATS)
+    memory = blocks + 8 * spec.trials * rules * KEPT_PER_TRIAL
+    rows = len(spec.dims) * rules
+    work, memory, output = limits._table(rows + 4 * rules, work, memory=memory)
+    big_trial = blocks > limits.MAX_MEMORY // 2
+    return limits.Cost(
+        work, memory, output, rows, ("dims",) if big_trial else ("trials",),
+        "lower dims, d_model or keys" if big_trial else "lower trials, dims, d_model or keys",
+        ("dims",), "dims × scalings", "give fewer dims or scalings")
