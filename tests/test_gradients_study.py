@@ -199,3 +199,26 @@ def test_no_theory_slope_for_aligned_weights() -> None:
         "dims": [4, 8], "alignment": 0.5, "seed": 1})
     slope, basis = theory_slope(spec, spec.scalings[0], "wq")
     assert slope is None and basis.startswith("none known")
+
+
+def test_rules_of_issue_15_run_through_the_study_code() -> None:
+    """qknorm, qknorm:rms, softcap and logn (stand-ins until branch `rules` is merged): the
+    rows build, scores under normalisation or a cap get no exact theory, logn's factor uses
+    n = keys, and the cap bounds every score."""
+    from test_attention_grad import StandIn
+
+    from sdpa_cli.studies.gradients import _row
+
+    spec = specs.load(None, study="gradients", overrides={
+        "dims": [8], "d_model": 6, "keys": 5, "trials": 50, "seed": 2})
+    rules = [StandIn("qknorm", power=0.5, norm="layer"), StandIn("qknorm:rms", power=0.5,
+             norm="rms"), StandIn("softcap:2", power=0.5, cap=2.0), StandIn("logn:1", log_n=1.0)]
+    layer = spec.layer(8)
+    values = trial_values(draw(np.random.default_rng(4), layer, 50), layer, rules)
+    rows = [_row(spec, 8, r, v) for r, v in zip(rules, values, strict=True)]
+    assert [r.theory_score_ms is None for r in rows] == [True, True, True, False]
+    assert rows[3].factor == pytest.approx(math.log(5))
+    assert values[2].score_ms.max() <= 4.0  # |C·tanh(·)| ≤ C = 2
+    assert all(r.grad_wq_mean and r.grad_wq_mean > 0 for r in rows)
+    assert theory_slope(spec, rules[0], "wq")[0] == 0.5
+    assert theory_slope(spec, rules[2], "wq")[0] is None

@@ -101,10 +101,9 @@ def _values_at(spec: GradientsSpec, i: int, d: int, ctx: RunContext) -> list[Tri
     size = layer.block_trials()
     blocks = -(-spec.trials // size)
     rules = list(spec.scalings)
-    seed = spec.seed if spec.seed is not None else 0
 
     def work(b: int) -> list[TrialValues]:
-        rng = block_generator(seed, (i, b))
+        rng = block_generator(spec.entropy, (i, b))
         count = min(size, spec.trials - b * size)
         with np.errstate(under="ignore"):
             return trial_values(draw(rng, layer, count), layer, rules)
