@@ -241,9 +241,12 @@ def expect(spec: GradientsSpec) -> tuple[str, ...]:
     if spec.alignment:
         lines.append("With aligned keys a token's score with itself has mean a·d_k, so even "
                      "÷√d_k leaves it growing like √d_k; ÷d_k keeps it bounded.")
-    else:
+    elif spec.d_v is None:
         lines.append("With independent weights, ÷√d_k keeps the score law fixed, so every "
                      "gradient grows like √d_k (d_v = d_k columns); ÷d_k keeps ‖∂L/∂W_Q‖ flat.")
+    else:
+        lines.append("With independent weights and a fixed d_v, ÷√d_k keeps every gradient at "
+                     "its size; ÷d_k shrinks ‖∂L/∂W_Q‖ like 1/√d_k.")
     return tuple(lines)
 
 
