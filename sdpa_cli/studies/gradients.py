@@ -231,6 +231,13 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
             f"{_g(first['grad_wq_mean'])} → {_g(last['grad_wq_mean'])}{fit}; median "
             f"{_g(first['grad_wq_median'])} → {_g(last['grad_wq_median'])}); frozen rows "
             f"{first['frozen_share']:.1%} → {last['frozen_share']:.1%}.")
+    raw = [r for r in rows if r["scaling"] == "none"]
+    if lo != hi and raw and raw[0]["grad_wq_mean"] and raw[-1]["grad_wq_mean"] is not None:
+        grows = raw[-1]["grad_wq_mean"] >= raw[0]["grad_wq_mean"]
+        out.append(
+            "The documents' claim that unscaled scores make the gradients vanish as d_k grows "
+            + ("does not hold here: the mean unscaled gradient on W_Q grows with d_k."
+               if grows else "holds here: the mean unscaled gradient on W_Q falls with d_k."))
     return tuple(out)
 
 
