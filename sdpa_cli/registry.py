@@ -100,12 +100,27 @@ def _worked_figures() -> Mapping[str, Renderer]:
     return {"worked.weights": f.draw_weights}
 
 
+def _gradients() -> Study:
+    from sdpa_cli.spec.gradients import GradientsSpec, cost
+    from sdpa_cli.studies import gradients
+
+    return Study("gradients", GradientsSpec, gradients.run, gradients.documented_problem,
+                 _gradients_figures, limits=cost)
+
+
+def _gradients_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import gradients as f
+
+    return {"gradients.norms": f.draw_norms, "gradients.frozen": f.draw_frozen}
+
+
 # The registry: one line per study, in the order help and error messages list them.
 LOADERS: dict[str, Callable[[], Study]] = {
     "variance": _variance,
     "softmax-sweep": _softmax_sweep,
     "jacobian": _jacobian,
     "worked-example": _worked_example,
+    "gradients": _gradients,
 }
 NAMES: tuple[str, ...] = tuple(LOADERS)
 
