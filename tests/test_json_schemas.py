@@ -37,7 +37,7 @@ def _validator(name: str):
 def _small(path: Path):
     loaded = spec.load(path, study=None)
     try:
-        return spec.load(path, study=None, overrides=SMALL[loaded.study])
+        return spec.load(path, study=None, overrides=SMALL.get(loaded.study, {}))
     except InputError:  # e.g. explicit scores take no `trials`
         return loaded
 
@@ -48,6 +48,7 @@ def test_every_shipped_specs_results_fit_the_result_schema(path):
     result = registry.get(s.study).run(s, RunContext(workers=1, figures=False))
     doc = result.to_json()
     assert (doc["schema_version"], doc["sdpa_version"]) == (1, __version__)
+    assert doc["study"] in registry.NAMES
     _validator("result").validate(doc)
 
 
