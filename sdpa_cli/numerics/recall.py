@@ -191,8 +191,8 @@ LOG_FIELDS = ("loss", "accuracy", "entropy", "max_score", "grad_wq", "grad_wk")
 
 @dataclass(frozen=True)
 class TrainLog:
-    """Every `log_every` steps: the means over the steps since the last log (max for max_score),
-    so a point stands for log_every·batch sequences, not one noisy batch."""
+    """At step 1 (the initial weights), then every `log_every` steps: the means over the steps
+    since the last log (max for max_score), so a point stands for log_every·batch sequences."""
 
     steps: NDArray[np.int64]  # the step count at each log point
     series: dict[str, Array]  # LOG_FIELDS → values at each log point
@@ -222,7 +222,8 @@ def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int
                 diverged = step
             else:
                 opt.step(params, {n: grads[n] for n in names})
-            if step % log_every == 0 or step == steps or diverged is not None:
+            # step 1 alone: the state at initialisation, before any update
+            if step == 1 or step % log_every == 0 or step == steps or diverged is not None:
                 at.append(step)
                 for key in LOG_FIELDS:
                     vals = np.asarray(window[key])

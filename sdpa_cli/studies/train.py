@@ -33,9 +33,9 @@ COLUMNS = (
     Column("never", "never", "int", priority=1),
     Column("final_loss_median", "final loss", priority=1),
     Column("final_accuracy_median", "final acc", priority=1),
-    Column("entropy_init", "entropy at start", priority=3),
+    Column("entropy_init", "entropy at step 1", priority=3),
     Column("max_score_final", "max |score| at end", priority=3),
-    Column("grad_wq_init", "‖∂L/∂W_Q‖ at start", priority=3),
+    Column("grad_wq_init", "‖∂L/∂W_Q‖ at step 1", priority=3),
     Column("diverged", "diverged", "int", priority=2),
 )
 FIELDS = ("dim", "scaling", "factor", "optimiser", "lr", "seeds", "steps", "target_accuracy",
