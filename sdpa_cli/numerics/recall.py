@@ -93,7 +93,8 @@ class Forward:
 
 def _logsumexp(z: Array) -> Array:
     m = z.max(axis=-1, keepdims=True)
-    return (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))[..., 0]
+    out: Array = (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))[..., 0]
+    return out
 
 
 def forward(params: Params, batch: Batch, scaling: Scaling) -> Forward:

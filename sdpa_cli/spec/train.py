@@ -17,7 +17,8 @@ PosFloat = Float
 MAX_TRAIN_FLOPS = 2e12
 # Memory guard: the largest array of one step (batch × rows × rows or × width), in float64s.
 MAX_STEP_FLOATS = 5 * 10**7
-DEFAULT_LRS = {"sgd": [0.5], "adam": [0.003]}
+OPTIMISERS: tuple[Optimiser, ...] = ("sgd", "adam")
+DEFAULT_LRS: dict[Optimiser, list[float]] = {"sgd": [0.5], "adam": [0.003]}
 
 
 class TrainSpec(SpecBase):
@@ -26,7 +27,7 @@ class TrainSpec(SpecBase):
     study: Literal["train"] = "train"
     dims: list[PosInt] = Field(default_factory=lambda: [16, 64, 256], min_length=1)  # d_k
     scalings: list[ScalingField] = scalings("none", "sqrt")
-    optimisers: list[Optimiser] = Field(default_factory=lambda: ["sgd", "adam"], min_length=1)
+    optimisers: list[Optimiser] = Field(default_factory=lambda: list(OPTIMISERS), min_length=1)
     # One list for every optimiser, or a mapping optimiser → list (SGD and Adam live at
     # learning rates a hundred times apart); resolved to the mapping.
     learning_rates: list[PosFloat] | dict[Optimiser, list[PosFloat]] = Field(

@@ -63,7 +63,7 @@ def draw_loss_curves(figure: Figure):
                         label=f"{_label(data, i)}, lr {style.num(c['lr'])}")
                 seen.extend([*med, *lo, *hi])
             ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
-            ax.set_ylabel(_log_if_wide(ax, np.asarray(seen + [data["chance"]]),
+            ax.set_ylabel(_log_if_wide(ax, np.asarray([*seen, data["chance"]]),
                                        "training loss (nats)"))
             ax.set_xlabel("step")
             ax.set_title(f"{opt.upper()}, d_k = {dim}", fontsize=10)
