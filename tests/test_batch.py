@@ -181,7 +181,8 @@ def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
 
 
 QUICK_SHIPPED = [p for p in sorted((Path(__file__).parent.parent / "experiments").rglob("*.yaml"))
-                 if p.stem != "phase-diagram"]  # the one slow spec; its loader is shared
+                 if p.stem != "phase-diagram"  # the one slow spec; its loader is shared
+                 and "slow" not in p.parts and p.parent.name != "train"]  # test_train.py
 
 
 @pytest.mark.parametrize("spec_file", QUICK_SHIPPED, ids=lambda p: p.stem)

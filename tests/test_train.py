@@ -196,3 +196,14 @@ def test_bad_spec_names_file_line_and_field(sdpa, workdir: Path) -> None:
     assert r.code == 2
     assert r.err.strip().startswith("t.yaml:3:") and "learning_rates" in r.err
     assert "adam is not in optimisers" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_specs_in_a_slow_folder_run_only_when_named(tmp_path: Path) -> None:
+    from sdpa_cli import paths
+
+    (tmp_path / "train" / "slow").mkdir(parents=True)
+    quick, slow = tmp_path / "train" / "compare.yaml", tmp_path / "train" / "slow" / "big.yaml"
+    for f in (quick, slow):
+        f.write_text("study: train\n", encoding="utf-8")
+    assert paths.spec_files(tmp_path) == [quick]
+    assert paths.spec_files(tmp_path / "train" / "slow") == [slow]

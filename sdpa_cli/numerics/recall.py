@@ -187,6 +187,7 @@ class Optimiser:
 
 # --- one training run --------------------------------------------------------------------------
 
+DIVERGED_ABOVE = 10.0  # a loss above this many times chance (ln V) counts as diverged
 LOG_FIELDS = ("loss", "accuracy", "entropy", "max_score", "grad_wq", "grad_wk")
 
 
@@ -197,7 +198,7 @@ class TrainLog:
 
     steps: NDArray[np.int64]  # the step count at each log point
     series: dict[str, Array]  # LOG_FIELDS → values at each log point
-    diverged_at: int | None  # first step whose loss was not finite (training stopped)
+    diverged_at: int | None  # first step whose loss was not finite or > 10 ln V (then stopped)
 
 
 def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int, batch: int,
@@ -211,6 +212,9 @@ def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int
     at: list[int] = []
     window: dict[str, list[float]] = {k: [] for k in LOG_FIELDS}
     diverged: int | None = None
+    # Far above chance the weights have blown up (losses of 1e200 were seen at SGD rates of 1):
+    # call that diverged and stop, rather than report a finite but meaningless loss.
+    blown = DIVERGED_ABOVE * math.log(task.vocab)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for step in range(1, steps + 1):
             b = draw_batch(task, batch, data_rng)
@@ -219,7 +223,7 @@ def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int
             for key, value in zip(LOG_FIELDS, (f.loss, f.accuracy, f.entropy, f.max_score,
                                                gq, gk), strict=True):
                 window[key].append(value)
-            if not all(math.isfinite(v) for v in (f.loss, gq, gk)):
+            if not all(math.isfinite(v) for v in (f.loss, gq, gk)) or f.loss > blown:
                 diverged = step
             else:
                 opt.step(params, {n: grads[n] for n in names})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sdpa_cli.numerics import recall
 from sdpa_cli.spec.train import TrainSpec
 from sdpa_cli.studies.result import Column
 
@@ -101,11 +102,15 @@ def audit_claims(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[st
                                     _best(rows, sens, big, ref, opt))
         sentences.append(f"{opt.upper()} (best rate of each rule) steps to {target} within "
                          f"{spec.steps} steps — " + "; ".join(parts) + ".")
-    diverged = sum(r["diverged"] for r in rows if r["scaling"] == "none")
-    runs = sum(r["seeds"] for r in rows if r["scaling"] == "none")
-    sentences.append(f"{diverged} of {runs} unscaled runs diverged (a non-finite loss): "
-                     + ("where unscaled training fell behind it stalled rather than blew up."
-                        if diverged == 0 else "some unscaled training did blow up."))
+    counts = {rule: (sum(r["diverged"] for r in rows if r["scaling"] == rule),
+                     sum(r["seeds"] for r in rows if r["scaling"] == rule))
+              for rule in ("none", ref)}
+    sentences.append(
+        f"Runs that diverged (loss not finite or above {recall.DIVERGED_ABOVE:g}·ln V), over all "
+        f"d_k and rates: unscaled {counts['none'][0]} of {counts['none'][1]}, {ref} "
+        f"{counts[ref][0]} of {counts[ref][1]}"
+        + ("; where unscaled training fell behind, it stalled rather than blew up."
+           if counts["none"][0] <= counts[ref][0] else "."))
     claims = [_instability_claim(spec, worse_at_big, big, ref)]
     claims.append(_collapse_claim(rows, big, spec.pairs + 1))
     claims.append(_stable_claim(spec, rows, sens, ref, dims))
