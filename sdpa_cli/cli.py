@@ -170,16 +170,8 @@ def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("jacobian", spec_path)
 
 
-TRAIN_FLAGS = {
-    "dims": "--dims", "scalings": "--scalings", "optimisers": "--optimisers",
-    "learning_rates": "--learning-rates", "seeds": "--seeds", "steps": "--steps",
-    "batch": "--batch", "vocab": "--vocab", "pairs": "--pairs", "d_model": "--d-model",
-    "embeddings": "--embeddings", "target_accuracy": "--target-accuracy",
-    "log_every": "--log-every",
-}
-
-
-@cli.command("train", cls=StudyCommand)
+@cli.command("train", cls=StudyCommand,
+             short_help="Train one attention head with and without scaling.")
 @SPEC_ARG
 @list_option("--dims", metavar="D [D ...]", help="d_k of the attention head (default 16 64 256).")
 @list_option("--scalings", metavar="RULE [RULE ...]", help="Scaling rules (default none sqrt).")
@@ -209,8 +201,7 @@ def train(spec_path: Path | None, **kwargs: Any) -> int:
       sdpa train experiments/train/compare.yaml --format json
       sdpa train --optimisers sgd --learning-rates 0.1 0.3 1 --dims 64 --seeds 5
     """
-    params, common = _split(kwargs)
-    return _run("train", spec_path, params, TRAIN_FLAGS, common)
+    return _run("train", spec_path)
 
 
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
