@@ -177,9 +177,9 @@ def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
 @list_option("--scalings", metavar="RULE [RULE ...]", help="Scaling rules (default none sqrt).")
 @list_option("--optimisers", metavar="OPT [OPT ...]", help="sgd and/or adam (default both).")
 @list_option("--learning-rates", metavar="LR [LR ...]",
-             help="Rates for every optimiser given (default sgd 0.5, adam 0.003).")
+             help="Rates for every optimiser given (default sgd 0.1, adam 0.003).")
 @value_option("--seeds", metavar="N", help="Runs per configuration (default 3).")
-@value_option("--steps", metavar="N", help="Optimiser steps per run (default 400).")
+@value_option("--steps", metavar="N", help="Optimiser steps per run (default 300).")
 @value_option("--batch", metavar="N", help="Sequences per step (default 32).")
 @value_option("--vocab", metavar="V", help="Vocabulary size; chance loss is ln V (default 16).")
 @value_option("--pairs", metavar="P", help="Key–value pairs per sequence (default 8).")

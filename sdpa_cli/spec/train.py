@@ -18,7 +18,7 @@ MAX_TRAIN_FLOPS = 2e12
 # Memory guard: the largest array of one step (batch × rows × rows or × width), in float64s.
 MAX_STEP_FLOATS = 5 * 10**7
 OPTIMISERS: tuple[Optimiser, ...] = ("sgd", "adam")
-DEFAULT_LRS: dict[Optimiser, list[float]] = {"sgd": [0.5], "adam": [0.003]}
+DEFAULT_LRS: dict[Optimiser, list[float]] = {"sgd": [0.1], "adam": [0.003]}
 
 
 class TrainSpec(SpecBase):
@@ -33,7 +33,7 @@ class TrainSpec(SpecBase):
     learning_rates: list[PosFloat] | dict[Optimiser, list[PosFloat]] = Field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_LRS.items()})
     seeds: PosInt = 3  # independent runs per configuration (init and data)
-    steps: PosInt = 400  # optimiser steps per run
+    steps: PosInt = 300  # optimiser steps per run
     batch: PosInt = 32  # sequences per step
     vocab: Int = Field(16, ge=2, le=100_000)  # V; chance loss is ln V
     pairs: Int = Field(8, ge=1)  # key–value pairs per sequence (≤ vocab: keys are distinct)
