@@ -52,6 +52,7 @@ SENSITIVITY_COLUMNS = (
     Column("best_lr", "best lr", priority=1),
     Column("best_final_loss", "best final loss", priority=0),
     Column("lr_sensitivity", "lr sensitivity", priority=0),
+    Column("best_at_edge", "best at sweep edge", "text", priority=2),
 )
 
 
@@ -185,14 +186,16 @@ def sensitivity_rows(rows: list[dict[str, Any]], chance: float) -> list[dict[str
     out = []
     keys = dict.fromkeys((r["dim"], r["scaling"], r["optimiser"]) for r in rows)
     for dim, scaling, opt in keys:
-        group = [r for r in rows if (r["dim"], r["scaling"], r["optimiser"]) == (dim, scaling,
-                                                                                  opt)]
+        group = sorted((r for r in rows if (r["dim"], r["scaling"], r["optimiser"]) ==
+                        (dim, scaling, opt)), key=lambda r: r["lr"])
         clipped = [min(r["final_loss_median"], chance) if r["final_loss_median"] is not None
                    else chance for r in group]
         best = int(np.argmin(clipped))
         out.append({
             "dim": dim, "scaling": scaling, "optimiser": opt, "rates": len(group),
             "best_lr": group[best]["lr"], "best_final_loss": clipped[best],
+            # the best rate is the sweep's smallest or largest: the optimum may lie beyond it
+            "best_at_edge": len(group) > 1 and best in (0, len(group) - 1),
             "lr_sensitivity": float(np.mean(clipped) - clipped[best]),
             "final_loss_by_lr": clipped, "lrs": [r["lr"] for r in group],
         })

@@ -194,7 +194,9 @@ def _lr_claim(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[str, 
                                                                                   opt))
         b = next(s for s in sens if (s["dim"], s["scaling"], s["optimiser"]) == (big, ref, opt))
         smaller += a["best_lr"] < b["best_lr"]
-        parts.append(f"{opt}: best lr {a['best_lr']:g} unscaled vs {b['best_lr']:g} {ref}; "
+        edge = [x for x, s in (("unscaled", a), (ref, b)) if s["best_at_edge"]]
+        note = f" (best at the sweep's edge for {', '.join(edge)})" if edge else ""
+        parts.append(f"{opt}: best lr {a['best_lr']:g} unscaled vs {b['best_lr']:g} {ref}{note}; "
                      f"lr sensitivity {a['lr_sensitivity']:.3g} vs {b['lr_sensitivity']:.3g}")
     verdict = ("holds" if smaller == len(swept) else "fails" if smaller == 0 else "mixed")
     return {**claim, "verdict": verdict, "evidence": f"d_k = {big}: " + "; ".join(parts)}
