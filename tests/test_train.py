@@ -207,3 +207,19 @@ def test_specs_in_a_slow_folder_run_only_when_named(tmp_path: Path) -> None:
         f.write_text("study: train\n", encoding="utf-8")
     assert paths.spec_files(tmp_path) == [quick]
     assert paths.spec_files(tmp_path / "train" / "slow") == [slow]
+
+
+def test_lr_sweep_figures_show_what_they_say(workdir: Path) -> None:
+    # compare.yaml has one rate per optimiser, so the shipped-spec figure tests never draw
+    # final loss versus lr: draw every train figure of a small sweep and inspect it the same way.
+    from tests.test_figures import drawn_figures, problems
+
+    path = write_spec(workdir, "sweep.yaml", "study: train\ndims: [8, 16]\nsteps: 20\nseeds: 2\n"
+                      "batch: 8\nvocab: 8\nd_model: 8\nseed: 2\n"  # no pairs: SMALL resets it
+                      "learning_rates: {sgd: [0.1, 1.0], adam: [0.003, 0.03]}\n")
+    figures = dict(drawn_figures(path))
+    assert set(figures) == {"loss_curves", "traces", "loss_vs_lr"}
+    for name, fig in figures.items():
+        assert problems(fig) == [], name
+    lr_axes = [ax for ax in figures["loss_vs_lr"].axes if ax.get_xlabel()]
+    assert len(lr_axes) == 4 and all(ax.get_xscale() == "log" for ax in lr_axes)
