@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,13 +17,13 @@ def _arr(values: Sequence[Any]) -> np.ndarray:
     return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
-def _grid(data: dict[str, Any], rows: Sequence[str]):
+def _grid(data: Mapping[str, Any], rows: Sequence[str]):
     dims = data["dims"]
     fig, axes = style.new(3.3 * len(dims) + 2.2, 2.7 * len(rows) + 0.9, len(rows), len(dims))
     return fig, axes, dims
 
 
-def _curve(data: dict[str, Any], dim: int, rule: str, opt: str) -> dict[str, Any] | None:
+def _curve(data: Mapping[str, Any], dim: int, rule: str, opt: str) -> dict[str, Any] | None:
     for c in data["curves"]:
         if (c["dim"], c["scaling"], c["optimiser"]) == (dim, rule, opt):
             return c
@@ -39,7 +39,7 @@ def _log_if_wide(ax, values: np.ndarray, what: str) -> str:
     return what
 
 
-def _label(data: dict[str, Any], i: int) -> str:
+def _label(data: Mapping[str, Any], i: int) -> str:
     rule, formula = data["scalings"][i], data["formulas"][i]
     return "unscaled (q·k)" if rule == "none" else formula
 
