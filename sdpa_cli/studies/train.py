@@ -113,7 +113,7 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
     rows = [_row(spec, c, runs, chance) for c, runs in by_config.items()]
     sens = sensitivity_rows(rows, chance)
     claims, sentences = findings.audit_claims(spec, rows, sens)
-    figures = _figures(spec, by_config, rows) if ctx.figures else []
+    figures = _figures(spec, by_config, rows, sens) if ctx.figures else []
     result = assemble(
         spec, study="train", title="Associative recall trained with and without scaling",
         table=Table("train", "Steps to target accuracy and final loss per configuration",
@@ -256,19 +256,14 @@ def _median_curves(runs: list[recall.TrainLog]) -> dict[str, Any]:
 
 
 def _figures(spec: TrainSpec, by_config: dict[Config, list[recall.TrainLog]],
-             rows: list[dict[str, Any]]) -> list[Figure]:
+             rows: list[dict[str, Any]], sens: list[dict[str, Any]]) -> list[Figure]:
     chance = math.log(spec.vocab)
-    best: dict[tuple[int, str, str], Config] = {}
-    for c in by_config:
-        key = (c.dim, c.scaling.label, c.optimiser)
-        row = next(r for r in rows if (r["dim"], r["scaling"], r["optimiser"], r["lr"]) ==
-                   (*key, c.lr))
-        loss = row["final_loss_median"] if row["final_loss_median"] is not None else math.inf
-        if key not in best or loss < _loss_of(rows, best[key]):
-            best[key] = c
+    # each rule's curves at its best rate: the one the sensitivity table and the claims name
+    best_lr = {(x["dim"], x["scaling"], x["optimiser"]): x["best_lr"] for x in sens}
+    best = [c for c in by_config if best_lr[(c.dim, c.scaling.label, c.optimiser)] == c.lr]
     curves = [{"dim": c.dim, "scaling": c.scaling.label, "formula": c.scaling.formula,
                "optimiser": c.optimiser, "lr": c.lr, **_median_curves(by_config[c])}
-              for c in best.values()]
+              for c in best]
     base = {"dims": list(spec.dims), "scalings": [s.label for s in spec.scalings],
             "formulas": [s.formula for s in spec.scalings], "optimisers": list(spec.rates),
             "seeds": spec.seeds, "chance": chance, "target": spec.target_accuracy,
@@ -287,8 +282,3 @@ def _figures(spec: TrainSpec, by_config: dict[Config, list[recall.TrainLog]],
                            {**base, "points": points}))
     return figs
 
-
-def _loss_of(rows: list[dict[str, Any]], c: Config) -> float:
-    row = next(r for r in rows if (r["dim"], r["scaling"], r["optimiser"], r["lr"]) ==
-               (c.dim, c.scaling.label, c.optimiser, c.lr))
-    return row["final_loss_median"] if row["final_loss_median"] is not None else math.inf
