@@ -102,9 +102,11 @@ def _worked_figures() -> Mapping[str, Renderer]:
 
 def _train() -> Study:
     from sdpa_cli.spec.train import TrainSpec
+    from sdpa_cli.spec.train import limits as train_limits
     from sdpa_cli.studies import train
 
-    return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures)
+    return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures,
+                 limits=train_limits)
 
 
 def _train_figures() -> Mapping[str, Renderer]:

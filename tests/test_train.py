@@ -174,8 +174,9 @@ BAD = [
     (["--optimisers", "rmsprop"], "--optimisers: ", "must be one of sgd, adam"),
     (["--log-every", "50", "--steps", "20"], "--log-every: ", "more than steps"),
     (["--dims", "8", "8"], "--dims: ", "listed twice"),
-    (["--steps", "10000000"], "--steps: ", "multiply-adds"),
-    (["--batch", "100000", "--pairs", "500", "--vocab", "1000"], "--batch: ", "arrays of"),
+    (["--steps", "10000000"], "--steps: ", "steps of work"),
+    (["--batch", "10000", "--pairs", "99", "--vocab", "100", "--dims", "1", "--steps", "1",
+      "--log-every", "1", "--seeds", "1"], "--batch: ", "of memory"),
     (["--embeddings", "frozen"], "--embeddings: ", "must be one of fixed, learned"),
 ]
 

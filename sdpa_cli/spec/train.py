@@ -8,15 +8,16 @@ from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
+from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost
 
 Optimiser = Literal["sgd", "adam"]
 PosFloat = Float
 
-# Work guard: multiply-adds of every run's every step. Measured (tests/bench_train.py) this
-# machine class does a few 10⁹ per second in these small products: 2·10¹² is about half an hour.
-MAX_TRAIN_FLOPS = 2e12
-# Memory guard: the largest array of one step (batch × rows × rows or × width), in float64s.
-MAX_STEP_FLOATS = 5 * 10**7
+# A step holds about this many arrays the size of its largest (X, Q, K, V, their gradients,
+# the scores and weights with theirs), in float64.
+STEP_ARRAYS = 16
+# Bytes of one logged point of one run in results.json (LOG_FIELDS × median, lo, hi as text).
+LOG_POINT_BYTES = 18 * 22
 OPTIMISERS: tuple[Optimiser, ...] = ("sgd", "adam")
 DEFAULT_LRS: dict[Optimiser, list[float]] = {"sgd": [0.1], "adam": [0.003]}
 
@@ -85,17 +86,6 @@ class TrainSpec(SpecBase):
         if self.log_every > self.steps:
             raise SpecFieldError(("log_every",), f"{self.log_every} is more than steps "
                                  f"({self.steps}): nothing would be logged before the end")
-        rows = self.pairs + 1
-        biggest = self.batch * rows * max(rows, self.d_model, max(self.dims), self.vocab)
-        if biggest > MAX_STEP_FLOATS:
-            raise SpecFieldError(("batch",), f"one step would hold arrays of {biggest:.2g} "
-                                 f"numbers (the limit is {MAX_STEP_FLOATS:.0e}); lower batch, "
-                                 "pairs or dims")
-        flops = self.total_flops()
-        if flops > MAX_TRAIN_FLOPS:
-            raise SpecFieldError(("steps",), f"would take {flops:.2g} multiply-adds (the limit "
-                                 f"is {MAX_TRAIN_FLOPS:.0e}, about half an hour); lower steps, "
-                                 "seeds, dims or the sweep")
         return self
 
     @property
@@ -116,3 +106,23 @@ class TrainSpec(SpecBase):
         per_dim = sum(flops_per_step(Task(self.vocab, self.pairs, self.d_model, d), self.batch)
                       for d in self.dims)
         return per_dim * self.steps * self.runs()
+
+
+def limits(spec: TrainSpec) -> Cost:
+    """The work guard (registry.Study.limits): work = multiply-adds of every step of every run
+    (tests/bench_train.py measures a few 10⁸–10⁹ per second here, so the 10¹² budget is many
+    minutes); memory = one step's arrays; output = rows and the logged curves."""
+    rows_per_seq = spec.pairs + 1
+    biggest = spec.batch * rows_per_seq * max(rows_per_seq, spec.d_model, max(spec.dims),
+                                              spec.vocab)
+    memory = 8 * STEP_ARRAYS * biggest
+    configs = len(spec.dims) * spec.runs() // spec.seeds
+    points = spec.steps // spec.log_every + 2
+    output = configs * (ROW_BYTES + points * LOG_POINT_BYTES)
+    if memory > MAX_MEMORY:
+        lower: tuple[str | int, ...] = ("batch",)
+        hint = "lower batch, pairs, vocab or dims"
+    else:
+        lower, hint = ("steps",), "lower steps, seeds, dims or the learning-rate sweep"
+    return Cost(int(spec.total_flops()), memory, output, configs, lower, hint,
+                ("dims",), "dims × scalings × rates", "give fewer dims, scalings or rates")
