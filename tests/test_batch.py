@@ -194,7 +194,8 @@ QUICK_SHIPPED = [p for p in sorted((Path(__file__).parent.parent / "experiments"
 
 # Small sizes where the size is not the point (the full-size batch runs twice in .ci/run).
 SMALL_FLAGS = {"variance": ["--pairs", "2000"], "softmax-sweep": ["--trials", "200"],
-               "jacobian": ["--trials", "200"], "train": ["--steps", "30", "--seeds", "1"]}
+               "jacobian": ["--trials", "200"],
+               "train": ["--steps", "20", "--seeds", "1", "--dims", "16", "64"]}
 
 
 @pytest.mark.parametrize("spec_file", QUICK_SHIPPED, ids=lambda p: p.stem)
