@@ -209,6 +209,35 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
 
 
+@cli.command("gradients", cls=StudyCommand,
+             short_help="Gradients through one attention layer versus d_k.")
+@SPEC_ARG
+@list_option("--dims", metavar="D [D ...]", help="d_k values (default 16 64 256 1024).")
+@value_option("--d-model", metavar="N", help="Width of X and of the weights' rows (default 64).")
+@value_option("--keys", metavar="N", help="Sequence length n (default 16).")
+@value_option("--d-v", metavar="N", help="Value width (default: d_v = d_k).")
+@value_option("--trials", metavar="N", help="Independent draws per d_k (default 200).")
+@list_option("--scalings", metavar="RULE [RULE ...]",
+             help="none sqrt linear temperature:T power:P cosine[:TAU] … (default none sqrt "
+                  "linear).")
+@value_option("--init-std", metavar="S", help="σ_w: weights iid N(0, σ_w²/d_model) (default 1).")
+@value_option("--alignment", metavar="A", help="W_K = A·W_Q + √(1−A²)·W', A in [0, 1] "
+              "(default 0).")
+@value_option("--causal", metavar="BOOL", help="true: query i sees keys 0…i (default false).")
+@value_option("--se-tolerance", metavar="K", help="A check passes when |z| ≤ K (default 4).")
+@common_options
+def gradients(spec_path: Path | None, **kwargs: Any) -> int:
+    """Gradients through one attention layer at initialisation, versus d_k, per rule.
+
+    \b
+    Examples:
+      sdpa gradients --dims 16 64 256 1024 --scalings none sqrt linear
+      sdpa gradients --dims 16 256 --alignment 0.7 --causal true --format json
+      sdpa gradients experiments/gradients/aligned.yaml --trials 400 --check
+    """
+    return _run("gradients", spec_path)
+
+
 @cli.command("run", cls=ValueCommand,
              short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG

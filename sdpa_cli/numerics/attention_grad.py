@@ -119,12 +119,14 @@ def forward(
     scaling: Any,
     *,
     causal: bool = False,
+    projected: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, Cache]:
     """O = softmax(S)·V for S = rule(XW_Q, XW_K), batched over X's leading axes.
 
     X is (..., n, d_model); each W is (d_model, d) or batched (..., d_model, d), broadcast
     against X's leading axes. `scaling` is a numerics.scaling.Scaling; logn's n is the
-    number of keys (the sequence length, also under the causal mask).
+    number of keys (the sequence length, also under the causal mask). `projected` may hand
+    in (XW_Q, XW_K, XW_V) already computed, so several rules can share one projection.
     """
     X = np.asarray(X, dtype=float)
     WQ, WK, WV = (np.asarray(w, dtype=float) for w in (WQ, WK, WV))
@@ -132,7 +134,7 @@ def forward(
         raise ValueError(f"W_Q and W_K need the same d_k, got {WQ.shape[-1]} and {WK.shape[-1]}")
     n = X.shape[-2]
     params = rule_params(scaling, WQ.shape[-1], n)
-    Q, K, V = X @ WQ, X @ WK, X @ WV
+    Q, K, V = projected if projected is not None else (X @ WQ, X @ WK, X @ WV)
     Qn, q_scale = _normalise(Q, params.norm)
     Kn, k_scale = _normalise(K, params.norm)
     S = params.factor * (Qn @ np.swapaxes(Kn, -1, -2))
