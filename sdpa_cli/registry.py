@@ -114,6 +114,22 @@ def _gradients_figures() -> Mapping[str, Renderer]:
     return {"gradients.norms": f.draw_norms, "gradients.frozen": f.draw_frozen}
 
 
+def _train() -> Study:
+    from sdpa_cli.spec.train import TrainSpec
+    from sdpa_cli.spec.train import limits as train_limits
+    from sdpa_cli.studies import train
+
+    return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures,
+                 limits=train_limits)
+
+
+def _train_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import train as f
+
+    return {"train.loss_curves": f.draw_loss_curves, "train.traces": f.draw_traces,
+            "train.loss_vs_lr": f.draw_loss_vs_lr}
+
+
 # The registry: one line per study, in the order help and error messages list them.
 LOADERS: dict[str, Callable[[], Study]] = {
     "variance": _variance,
@@ -121,6 +137,7 @@ LOADERS: dict[str, Callable[[], Study]] = {
     "jacobian": _jacobian,
     "worked-example": _worked_example,
     "gradients": _gradients,
+    "train": _train,
 }
 NAMES: tuple[str, ...] = tuple(LOADERS)
 
