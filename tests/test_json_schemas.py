@@ -18,7 +18,7 @@ referencing = pytest.importorskip("referencing")
 
 # Small sizes keep every shipped spec fast; what is checked is the shape, not the numbers.
 SMALL = {"variance": {"pairs": 60}, "softmax-sweep": {"trials": 40},
-         "jacobian": {"trials": 40}, "worked-example": {}}
+         "jacobian": {"trials": 40}, "worked-example": {}, "train": {"steps": 20, "seeds": 2}}
 SHIPPED = sorted(EXPERIMENTS.glob("*/*.yaml"))
 
 
