@@ -64,7 +64,7 @@ def install() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
     if not getattr(sys.unraisablehook, "_sdpa", False):
         hook = _unraisable(sys.unraisablehook)
-        hook._sdpa = True  # type: ignore[attr-defined]
+        hook._sdpa = True
         sys.unraisablehook = hook
 
 

@@ -202,7 +202,8 @@ def _check_depth(text: str, file: str) -> None:
                 mark = event.start_mark
                 raise InputError(Problem(
                     f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of "
-                    "keys and lists", file=file, line=mark.line + 1, col=mark.column + 1))
+                    "keys and lists", file=file, line=mark.line + 1 if mark else None,
+                    col=mark.column + 1 if mark else None))
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
