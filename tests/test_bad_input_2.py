@@ -119,7 +119,10 @@ CORPUS = [
         "control character 0x1b", {}, "--distribution"),
     Bad("out-newline", ["variance", "--out", "a\nb"], "control character 0x0a", {}, "--out"),
     # --- a 5000-digit seed: one short line, no Python internals --------------------------------
-    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "seed", {}, "--seed"),
+    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "is too large a whole number", {},
+        "--seed: seed:"),
+    Bad("pairs-beyond-int64", ["variance", "--pairs", "1e30"], "is too large a whole number",
+        {}, "--pairs: pairs:"),
     # --- work, memory and output guards, before anything runs ----------------------------------
     Bad("rows-variance-flags", ["variance", "--dims", *map(str, range(1, 1202)), "--pairs", "2"],
         "would make a table of 2402 rows", {}, "--dims: dims:"),
