@@ -30,13 +30,15 @@ def worked(part: str) -> dict[str, str | bytes]:
     return spec("study: worked-example\ntitle: t\nsource: s\nparts:\n  - name: p\n" + part)
 
 
-def fake_run_folder(extra: dict[str, str] | None = None, *, listed: bool = True,
-                    kind: str = manifest.KIND) -> dict[str, str | bytes]:
-    """A folder whose manifest.json looks like sdpa's (marker, schema) and lists table.md."""
+def fake_run_folder(extra: dict[str, str] | None = None, *, kind: str = manifest.KIND,
+                    version: int = manifest.SCHEMA_VERSION,
+                    path: str = "table.md") -> dict[str, str | bytes]:
+    """A folder whose manifest.json looks like sdpa's (marker, schema, outputs) and lists
+    table.md with its true size and hash: sdpa's own, unless a case changes something."""
     body = "# a table\n"
-    files = {"table.md": {"sha256": manifest.sha256_bytes(body.encode()),
-                          "bytes": len(body.encode())}} if listed else {}
-    doc = {"kind": kind, "schema_version": manifest.SCHEMA_VERSION, "files": files}
+    entry = {"path": path, "bytes": len(body.encode()),
+             "sha256": manifest.sha256_bytes(body.encode())}
+    doc = {"kind": kind, "schema_version": version, "outputs": [entry]}
     out: dict[str, str | bytes] = {"prev/manifest.json": json.dumps(doc),
                                    "prev/table.md": body}
     out.update({f"prev/{k}": v for k, v in (extra or {}).items()})
@@ -191,12 +193,24 @@ CORPUS = [
         {"prev/manifest.json": "real.json"}),
     Bad("manifest-not-json", ["variance", "--out", "prev"], "not an sdpa run folder",
         {"prev/manifest.json": "\x00\x01garbage"}, "--out:"),
-    Bad("marker-but-extra-file", ["variance", "--out", "prev"], "not an sdpa run folder",
-        fake_run_folder({"notes.txt": "my notes"}), "--out:"),
-    Bad("marker-but-changed-file", ["variance", "--out", "prev"], "not an sdpa run folder",
-        {**fake_run_folder(), "prev/table.md": "# edited by hand\n"}, "--out:"),
-    Bad("marker-of-a-batch", ["variance", "--out", "prev"], "not an sdpa run folder",
+    Bad("marker-but-extra-file", ["variance", "--out", "prev"], "holds files sdpa did not "
+        "write (notes.txt)", fake_run_folder({"notes.txt": "my notes"}), "--out:"),
+    Bad("marker-but-changed-file", ["variance", "--out", "prev"], "changed since sdpa wrote "
+        "them (table.md)", {**fake_run_folder(), "prev/table.md": "# edited by hand\n"},
+        "--out:"),
+    Bad("marker-but-same-size-edit", ["variance", "--out", "prev"], "changed since sdpa wrote",
+        {**fake_run_folder(), "prev/table.md": "# a tablE\n"}, "--out:"),
+    Bad("marker-but-missing-file", ["variance", "--out", "prev"], "lists are missing (table.md)",
+        {"prev/manifest.json": fake_run_folder()["prev/manifest.json"]}, "--out:"),
+    Bad("marker-lists-parent-path", ["variance", "--out", "prev"], "does not list its files",
+        fake_run_folder(path="../table.md"), "--out:"),
+    Bad("marker-newer-schema", ["variance", "--out", "prev"], "newer than this sdpa knows",
+        fake_run_folder(version=manifest.SCHEMA_VERSION + 1), "--out:"),
+    Bad("marker-of-a-batch", ["variance", "--out", "prev"], "has no sdpa marker",
         fake_run_folder(kind=manifest.BATCH_KIND), "--out:"),
+    Bad("listed-file-is-a-link", ["variance", "--out", "prev"], "changed since sdpa wrote",
+        {"prev/manifest.json": fake_run_folder()["prev/manifest.json"],
+         "elsewhere.md": "# a table\n"}, "--out:", {"prev/table.md": "../elsewhere.md"}),
     Bad("default-out-user-folder", ["variance", "--dims", "3"], "not an sdpa run folder",
         {"outputs/variance/manifest.json": "{}"}, "output folder"),
     Bad("out-symlink-to-user-folder", ["variance", "--out", "link"], "not an sdpa run folder",
@@ -281,3 +295,16 @@ def test_every_study_has_a_guard():
 
     for name in registry.NAMES:
         assert registry.get(name).limits is not None, name
+
+
+def test_the_fake_run_folder_is_replaced_when_it_is_sdpa_s(sdpa, workdir: Path):
+    # The control for the marker cases above: unchanged, the same folder is sdpa's to replace,
+    # so each refusal above comes from the one thing its case changed.
+    for name, content in fake_run_folder().items():
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).write_text(str(content), encoding="utf-8")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--out", "prev")
+    assert r.code == 0, r.err
+    assert manifest.run_folder_problem(workdir / "prev") == ""
+    assert (workdir / "prev" / "table.md").read_text(encoding="utf-8") != "# a table\n"
