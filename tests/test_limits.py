@@ -67,6 +67,7 @@ def test_guard_refuses_at_load_with_the_field_to_lower():
     ("variance", {"dims": [3, 10]}),
     ("softmax-sweep", {"scores": [1.0, 0.0, -1.0], "scales": [1.0, 2.0]}),
     ("jacobian", {"scores": [1.0, 0.0, -1.0], "scales": [1.0, 2.0]}),
+    ("softmax-sweep", {"dims": [16], "keys": [8], "trials": 40, "seed": 1}),  # the picture
 ])
 def test_no_plots_makes_no_figure_data(study, overrides):
     s = spec.load(None, study=study, overrides={**overrides, "seed": 1, "pairs": 50}
@@ -102,3 +103,11 @@ def test_scales_at_the_edge_of_the_range_run_and_report_what_they_used(sdpa, wor
     row = r.json()["rows"][0]
     assert row["scale"] == float(scale)
     assert row["scores"][0] == float(scale)  # 1 × scale: nothing clamped behind the user's back
+
+
+def test_the_row_limit_is_exact_at_its_edge():
+    at = {"dims": list(range(1, limits.MAX_ROWS + 1)), "scalings": ["sqrt"], "method": "exact",
+          "pairs": 2, "seed": 1}
+    spec.load(None, study="variance", overrides=at)  # exactly at the limit: accepted
+    with pytest.raises(InputError, match="would make a table of 2001 rows"):
+        spec.load(None, study="variance", overrides={**at, "dims": [*at["dims"], 5000]})

@@ -150,7 +150,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
-    want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= shared.PICTURE_MAX_KEYS
+    want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
+        keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
     for i, d in enumerate(dims):
         variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
