@@ -158,3 +158,34 @@ def test_ctrl_c_at_any_moment_is_exit_130(tmp_path):
     # the loop did reach sdpa's imports, spec loading, computing and writing, not only
     # Python's start-up (about the first 60 ms on a busy machine)
     assert codes.count(130) >= 20, (codes, early)
+
+
+def test_a_ctrl_c_turned_into_another_error_ends_the_batch(sdpa, workdir, monkeypatch):
+    # An interrupt during an import can surface as ImportError ("initialization failed");
+    # with Ctrl-C pressed, the batch must stop with 130, not record an error and go on.
+    from sdpa_cli import process, registry
+
+    specs = workdir / "specs"
+    specs.mkdir()
+    for name in ("a", "b"):
+        (specs / f"{name}.yaml").write_text("study: variance\ndims: [3]\npairs: 10\nseed: 1\n",
+                                            encoding="utf-8")
+    study = registry.get("variance")
+    calls = []
+
+    def broken(spec, ctx):
+        calls.append(spec.name)
+        process._pending.set()  # what the SIGINT handler records
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr(registry, "get", lambda name: type(study)(
+        **{**study.__dict__, "run": broken}))
+    try:
+        r = sdpa("run", "specs", "--out", "batch", "-q", "--no-plots")
+    finally:
+        process._pending.clear()
+    assert r.code == 130, r.err
+    assert calls == ["a"]  # the batch did not go on to the next spec
+    assert r.err.strip().splitlines()[-1] == "sdpa: interrupted"
+    assert not (workdir / "batch" / "index.md").exists()
+    assert _leftovers(workdir) == []
