@@ -28,7 +28,6 @@ class Study:
     documented_problem: Callable[[Any, Documented], str | None]
     # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
     figures: Callable[[], Mapping[str, Renderer]]
-    row_types: tuple[type, ...] = ()  # the typed rows of its tables
     # spec → its estimated work, memory and output (spec.limits.Cost); checked by spec.load
     # before anything runs. Every study gives one (tests/test_limits.py asserts it).
     limits: Callable[[Any], Cost] | None = None
@@ -86,7 +85,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 def _worked_example() -> Study:
     from sdpa_cli.spec import limits
     from sdpa_cli.spec.worked import WorkedExampleSpec
-    from sdpa_cli.studies import worked_example
+    from sdpa_cli.studies import worked as worked_example
 
     def run(spec: WorkedExampleSpec, ctx: RunContext) -> Result:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
