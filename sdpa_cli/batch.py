@@ -139,11 +139,12 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     with progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress)
-    batch_report.write(outcomes, settings.root, embed=settings.plots)
+    described = batch_report.write(outcomes, settings.root)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
-        batch_report.show_summary(outcomes, settings.root, check=settings.check)
+        batch_report.show_summary(outcomes, settings.root, check=settings.check,
+                                  described=len(described))
     else:  # -q silences progress and summary, never a failure: one line per failed spec
         for o in outcomes:
             if o.status == "error":

@@ -202,8 +202,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 
-@cli.command("validate", cls=ValueCommand,
-             short_help="Check specs without running anything.")
+@cli.command("validate", cls=ValueCommand, short_help="Check specs without running anything.")
 @PATHS_ARG
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
 def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:

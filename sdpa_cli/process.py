@@ -64,7 +64,7 @@ def install() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
     if not getattr(sys.unraisablehook, "_sdpa", False):
         hook = _unraisable(sys.unraisablehook)
-        hook._sdpa = True
+        setattr(hook, "_sdpa", True)  # noqa: B010 (a marker on a function object)
         sys.unraisablehook = hook
 
 

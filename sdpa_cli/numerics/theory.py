@@ -19,7 +19,7 @@ def component_moment(kind: str, j: int) -> float:
     if kind == "normal":
         return float(math.prod(range(j - 1, 0, -2))) if j else 1.0  # (j−1)!!
     if kind == "uniform":
-        return 3.0 ** (j / 2) / (j + 1)  # X uniform on [−√3, √3]
+        return float(3.0 ** (j / 2) / (j + 1))  # X uniform on [−√3, √3]
     if kind == "rademacher":
         return 1.0
     raise ValueError(f"no component law {kind!r}")
@@ -198,7 +198,8 @@ def _log_bessel_k_chunk(nu: float, z: np.ndarray, points: int) -> np.ndarray:
     weights = np.full(points, 1.0)
     weights[0] = weights[-1] = 0.5
     step = (below + above) / (points - 1)
-    return top[:, 0] + np.log((np.exp(g - top) * weights).sum(axis=1) * step)
+    out: np.ndarray = top[:, 0] + np.log((np.exp(g - top) * weights).sum(axis=1) * step)
+    return out
 
 
 def gaussian_dot_density(x: np.ndarray, d: int, rho: float = 0.0) -> np.ndarray:

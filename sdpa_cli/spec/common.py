@@ -213,3 +213,9 @@ class SpecBase(Model):
     def document(self) -> str:
         """The document file named in `source` (the part before the first comma)."""
         return self.source.split(",")[0].strip()
+
+    @property
+    def entropy(self) -> int:
+        """The seed once drawn (spec.load draws and records one for a study that needs it)."""
+        assert self.seed is not None, "the seed is drawn when the spec is loaded"
+        return int(self.seed)

@@ -137,6 +137,8 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
          "dim": spec.dim, "by": "scaling" if spec.dim is not None else "multiplier"},
+        caption="Compare the bars across scales: the larger the scale, the more of the "
+                "weight the top-scoring key takes.",
     )
 
 
