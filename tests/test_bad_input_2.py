@@ -329,3 +329,18 @@ def test_the_fake_run_folder_is_replaced_when_it_is_sdpa_s(sdpa, workdir: Path):
     assert r.code == 0, r.err
     assert manifest.run_folder_problem(workdir / "prev") == ""
     assert (workdir / "prev" / "table.md").read_text(encoding="utf-8") != "# a table\n"
+
+
+def test_a_3_gb_spec_is_refused_without_reading_it(sdpa, workdir: Path, monkeypatch):
+    from sdpa_cli.spec import yamlio
+
+    big = workdir / "big.yaml"
+    with big.open("wb") as f:
+        f.truncate(3 * 1024**3)  # sparse: takes no disk, but reads as 3 GB of zeros
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(yamlio.os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    r = sdpa("variance", "big.yaml")
+    assert r.code == 2 and r.err.strip() == ("big.yaml: is 3221225472 bytes; a spec may be at "
+                                             "most 1048576")
+    assert sum(read) == 0 and big.stat().st_size == 3 * 1024**3
