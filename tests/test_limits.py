@@ -76,7 +76,8 @@ def test_no_plots_makes_no_figure_data(study, overrides):
     with_figures = run(s, RunContext(figures=True))
     without = run(s, RunContext(figures=False))
     assert with_figures.figures and not without.figures
-    assert with_figures.tables == without.tables  # and not a digit of the results changes
+    # and not a digit of the results changes
+    assert with_figures.table == without.table and with_figures.tables == without.tables
 
 
 # --- attacks on the boundaries of the fixes ------------------------------------------------
@@ -111,3 +112,19 @@ def test_the_row_limit_is_exact_at_its_edge():
     spec.load(None, study="variance", overrides=at)  # exactly at the limit: accepted
     with pytest.raises(InputError, match="would make a table of 2001 rows"):
         spec.load(None, study="variance", overrides={**at, "dims": [*at["dims"], 5000]})
+
+
+def test_the_histogram_figure_draws_a_bounded_number_of_dims():
+    # 200 overlaid histograms took six minutes and 0.5 GB to draw (the table kept them all)
+    from sdpa_cli.studies import variance
+
+    dims = list(range(1, 31))
+    s = spec.load(None, study="variance", overrides={"dims": dims, "pairs": 20,
+                                                     "method": "exact", "seed": 1})
+    result = registry.get("variance").run(s, RunContext(figures=True))
+    hist = next(f for f in result.figures if f.name == "histograms")
+    shown = [series["dim"] for series in hist.data["panels"][0]["series"]]
+    assert len(shown) == variance.HIST_MAX_DIMS and shown[0] == 1 and shown[-1] == 30
+    assert len(set(shown)) == len(shown)
+    assert f"{variance.HIST_MAX_DIMS} of the 30 dimensions" in hist.caption
+    assert len(result.table.rows) == 2 * len(dims)
