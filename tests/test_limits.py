@@ -128,3 +128,19 @@ def test_the_histogram_figure_draws_a_bounded_number_of_dims():
     assert len(set(shown)) == len(shown)
     assert f"{variance.HIST_MAX_DIMS} of the 30 dimensions" in hist.caption
     assert len(result.table.rows) == 2 * len(dims)
+
+
+def test_an_unreadable_weights_figure_is_left_out_with_a_note():
+    from sdpa_cli.studies import softmax_sweep
+
+    n = 101
+    scales = [float(i) for i in range(1, softmax_sweep.WEIGHTS_FIGURE_MAX_BARS // n + 2)]
+    s = spec.load(None, study="softmax-sweep",
+                  overrides={"scores": [float(i) / n for i in range(n)], "scales": scales})
+    result = registry.get("softmax-sweep").run(s, RunContext(figures=True))
+    assert result.figures == () or not any(f.name == "weights_by_scale" for f in result.figures)
+    assert any(f"{n} keys × {len(scales)} multipliers" in note for note in result.notes)
+    fewer = spec.load(None, study="softmax-sweep",
+                      overrides={"scores": [float(i) / n for i in range(n)], "scales": scales[:-2]})
+    kept = registry.get("softmax-sweep").run(fewer, RunContext(figures=True))
+    assert [f.name for f in kept.figures] == ["weights_by_scale"]
