@@ -144,3 +144,22 @@ def test_an_unreadable_weights_figure_is_left_out_with_a_note():
                       overrides={"scores": [float(i) / n for i in range(n)], "scales": scales[:-2]})
     kept = registry.get("softmax-sweep").run(fewer, RunContext(figures=True))
     assert [f.name for f in kept.figures] == ["weights_by_scale"]
+
+
+# --- numbers that used to let a NumPy warning through (filterwarnings = error turns any
+# RuntimeWarning into a failure here) ---------------------------------------------------------
+
+
+def test_huge_d_with_the_exact_method_and_figures_warns_nothing():
+    s = spec.load(None, study="variance", overrides={"dims": [10**18], "method": "exact",
+                                                     "pairs": 50, "seed": 1})
+    result = registry.get("variance").run(s, RunContext(figures=True))
+    hist = next(f for f in result.figures if f.name == "histograms")
+    kinds = {series["theory_kind"] for p in hist.data["panels"] for series in p["series"]}
+    assert kinds <= {"normal approx.", "none"}  # the figure says which law it drew
+
+
+def test_a_subnormal_temperature_in_variance_warns_nothing(sdpa, workdir):
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--scalings",
+             "temperature:1e-320", "--no-plots", "-q", "--out", "run")
+    assert r.code == 0, r.err
