@@ -450,4 +450,9 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(f"sdpa: cannot write to stdout: {e.strerror or e}", err=True)
             code = code or 1
     process.disarm()
+    if code == EXIT_INTERRUPTED:
+        # Everything is cleaned up and flushed. Exit here: CPython 3.11 remembers a Ctrl-C
+        # that hit code run by eval() (namedtuple, during an import) even though it was
+        # handled, and its normal exit would then kill the process with -SIGINT instead.
+        os._exit(code)
     sys.exit(code)
