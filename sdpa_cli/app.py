@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sdpa_cli import batch, paths, registry, report, spec
+from sdpa_cli import batch, executors, paths, registry, report, spec
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import examples as report_examples
 from sdpa_cli.report.outcomes import Planned, Report
@@ -26,13 +26,15 @@ def run_study(
     argv: list[str] | None = None,
 ) -> int:
     """Load and validate everything first (exit 2 before any work), then run and report."""
+    executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
     resolved = spec.load(spec_path, study=study, overrides=overrides, flags=flags,
                          default_name=study)
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
     report.ready(target)
-    started = time.time()
-    result = registry.get(study).run(resolved, report.context(settings))
+    with executors.session(settings) as settings:
+        started = time.time()
+        result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)

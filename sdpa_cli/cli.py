@@ -14,6 +14,7 @@ from sdpa_cli import __version__
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError
 from sdpa_cli.options import (
     DPI_OPTION,
+    SCHEDULER_OPTION,
     StudyCommand,
     common_options,
     list_option,
@@ -25,11 +26,11 @@ SPEC_ARG = click.argument("spec_path", metavar="[SPEC]", required=False,
 
 
 def _settings(out: str | None, fmt: str, no_plots: bool, svg: bool, check: bool, quiet: bool,
-              workers: int, dpi: int | None = None):
+              workers: int, dpi: int | None = None, scheduler: str | None = None):
     from sdpa_cli.report import Settings
 
     return Settings(out=Path(out) if out else None, fmt=fmt, plots=not no_plots, svg=svg,
-                    check=check, quiet=quiet, workers=workers, dpi=dpi)
+                    check=check, quiet=quiet, workers=workers, dpi=dpi, scheduler=scheduler)
 
 
 def _overrides(params: dict[str, Any], names: dict[str, str]) -> tuple[dict, dict]:
@@ -57,7 +58,8 @@ def _run(study: str, spec_path: Path | None, params: dict[str, Any], names: dict
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers", "dpi")
+    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers", "dpi",
+                   "scheduler")
     common = {k: kwargs.pop(k) for k in common_keys}
     return kwargs, common
 
@@ -225,9 +227,10 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Threads per experiment; results are identical for any value.")
+@SCHEDULER_OPTION
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
-            dpi: int | None) -> int:
+            dpi: int | None, scheduler: str | None) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -244,7 +247,8 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     from sdpa_cli.report import Settings
 
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
-                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi)
+                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
+                        scheduler=scheduler)
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 

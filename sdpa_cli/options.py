@@ -92,6 +92,12 @@ def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
+SCHEDULER_OPTION = click.option(
+    "--scheduler", default=None, metavar="ADDRESS",
+    help="Run the blocks on a Dask cluster: tcp://HOST:PORT, or local:N to start N worker "
+         "processes here (default: $SDPA_SCHEDULER, else local threads). Same digits either "
+         "way. Needs pip install 'sdpa[dask]'.")
+
 DPI_OPTION = click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
                           help="PNG resolution in pixels per inch (default 110, for screens; "
                                "300 for print).")
@@ -116,6 +122,7 @@ def common_options(f: Callable) -> Callable:
         click.option("--workers", type=click.IntRange(1, 64), default=default_workers,
                      show_default="CPU count, at most 8",
                      help="Threads drawing blocks; results are identical for any value."),
+        SCHEDULER_OPTION,
         value_option("--seed", metavar="N", help="Seed entropy (recorded; default: fresh)."),
     ]
     for decorator in reversed(decorators):

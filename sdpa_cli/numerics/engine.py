@@ -54,18 +54,22 @@ class DotStats:
 
 @dataclass(frozen=True)
 class _Part:
-    """One block's summary, computed in the worker thread that drew the block."""
+    """One block's summary, computed where the block was drawn: this, not the draws, is what
+    comes back from a worker (a cluster's sends it over the network)."""
 
     moments: Moments
-    counts: np.ndarray
+    bins: np.ndarray  # the histogram bins the block hit (int32) …
+    counts: np.ndarray  # … and its count in each (a block of 262 values hits ≤ 262 bins)
     under: int
     over: int
-    head: np.ndarray  # the block's first values, for the capped sample
+    head: np.ndarray  # the block's first values still wanted by the capped sample
 
     @classmethod
-    def of(cls, x: np.ndarray, lo: float, hi: float, cap: int) -> _Part:
+    def of(cls, x: np.ndarray, lo: float, hi: float, want: int) -> _Part:
         counts, under, over = bin_counts(x, lo, hi, FINE_BINS)
-        return cls(Moments.of(x), counts, under, over, x[:cap])
+        bins = np.flatnonzero(counts)
+        return cls(Moments.of(x), bins.astype(np.int32), counts[bins], under, over,
+                   x[:want].copy())
 
 
 class _Stream:
@@ -82,12 +86,12 @@ class _Stream:
 
     def add(self, part: _Part) -> None:
         self.moments = self.moments.merge(part.moments)
-        self.counts += part.counts
+        self.counts[part.bins] += part.counts  # bins are distinct: integer sums, exact
         self.under += part.under
         self.over += part.over
         if self.kept < self.cap:
             head = part.head[: self.cap - self.kept]
-            self.heads.append(head.copy())
+            self.heads.append(head)  # part.head is already a private copy
             self.kept += head.size
 
     def freeze(self) -> Summary:
@@ -145,8 +149,10 @@ def simulate_dots(
             dot, cos, degenerate = direct_block(rng, law, rows, d, plan.cols, want_cos, side)
         if scale != 1.0:
             dot = dot / scale
-        cos_part = _Part.of(cos, cos_lo, cos_hi, sample_cap) if cos is not None else None
-        return _Part.of(dot, lo, hi, sample_cap), cos_part, degenerate
+        # Earlier blocks are full, so they already gave b·rows values to the sample.
+        want = max(0, sample_cap - b * plan.rows)
+        cos_part = _Part.of(cos, cos_lo, cos_hi, want) if cos is not None else None
+        return _Part.of(dot, lo, hi, want), cos_part, degenerate
 
     dot_stream = _Stream(lo, hi, sample_cap)
     cos_stream = _Stream(cos_lo, cos_hi, sample_cap) if want_cos else None
