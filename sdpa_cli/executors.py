@@ -24,6 +24,7 @@ INSTALL = "pip install 'sdpa[dask]'"
 _LOCAL = re.compile(r"^local:(\d+)$")
 _REMOTE = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/:]+(:\d{1,5})?/?$")
 _MAX_LOCAL = 64
+CONNECT_TIMEOUT = "10s"  # to reach a tcp:// scheduler before giving up (exit 1, nothing ran)
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,13 @@ def resolve(flag: str | None, environ: Mapping[str, str] = os.environ) -> Schedu
         raise InputError(_problem(source, f"{value!r} is not a scheduler address; give "
                                           "tcp://HOST:PORT (a running Dask scheduler) or local:N "
                                           "(start N worker processes here)"))
-    if importlib.util.find_spec("distributed") is None:
+    if not dask_installed():
         raise InputError(_problem(source, f"needs Dask, which is not installed: {INSTALL}"))
     return scheduler
+
+
+def dask_installed() -> bool:
+    return importlib.util.find_spec("distributed") is not None
 
 
 def _problem(source: str, message: str) -> Problem:
@@ -158,12 +163,14 @@ def connect(scheduler: Scheduler, *, announce: Callable[[str], None] | None = No
                                        silence_logs=logging.CRITICAL)
                 client = Client(cluster)
             else:
-                client = Client(scheduler.address, timeout="10s")
+                client = Client(scheduler.address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as e:
             raise RunError(f"cannot reach the Dask scheduler {where}: {e}; nothing ran") \
                 from None
         check_versions(client, where)
         link = dashboard(client)
+        if link and scheduler.local and importlib.util.find_spec("bokeh") is None:
+            link += " (its pages need: pip install bokeh)"
         if announce is not None:
             announce(f"sdpa: blocks run on Dask {where}"
                      + (f"; dashboard {link}" if link else ""))
