@@ -77,7 +77,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 
 def _worked_example() -> Study:
     from sdpa_cli.spec.worked import WorkedExampleSpec
-    from sdpa_cli.studies import worked_example
+    from sdpa_cli.studies import worked as worked_example
 
     def run(spec: WorkedExampleSpec, ctx: RunContext) -> Result:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
