@@ -58,8 +58,8 @@ class _Part:
     comes back from a worker (a cluster's sends it over the network)."""
 
     moments: Moments
-    bins: np.ndarray  # the histogram bins the block hit (int32) …
-    counts: np.ndarray  # … and its count in each (a block of 262 values hits ≤ 262 bins)
+    bins: np.ndarray | None  # the histogram bins the block hit (int32), None for all …
+    counts: np.ndarray  # … and the count in each (a block of 262 values hits ≤ 262 bins)
     under: int
     over: int
     head: np.ndarray  # the block's first values still wanted by the capped sample
@@ -67,8 +67,10 @@ class _Part:
     @classmethod
     def of(cls, x: np.ndarray, lo: float, hi: float, want: int) -> _Part:
         counts, under, over = bin_counts(x, lo, hi, FINE_BINS)
-        bins = np.flatnonzero(counts)
-        return cls(Moments.of(x), bins.astype(np.int32), counts[bins], under, over,
+        hit = np.flatnonzero(counts)
+        if hit.size * 12 >= counts.size * 8:  # (int32 bin, int64 count) pairs: no saving
+            return cls(Moments.of(x), None, counts, under, over, x[:want].copy())
+        return cls(Moments.of(x), hit.astype(np.int32), counts[hit], under, over,
                    x[:want].copy())
 
 
@@ -86,7 +88,10 @@ class _Stream:
 
     def add(self, part: _Part) -> None:
         self.moments = self.moments.merge(part.moments)
-        self.counts[part.bins] += part.counts  # bins are distinct: integer sums, exact
+        if part.bins is None:
+            self.counts += part.counts
+        else:
+            self.counts[part.bins] += part.counts  # distinct bins: integer sums, exact
         self.under += part.under
         self.over += part.over
         if self.kept < self.cap:
