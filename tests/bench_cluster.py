@@ -71,6 +71,22 @@ class Recording(Executor):
         return f
 
 
+class Counting(Executor):
+    """Passes tasks to a cluster's executor, counting tasks and blocks."""
+
+    def __init__(self, inner: executors.ClusterExecutor) -> None:
+        self.inner, self.tasks, self.blocks = inner, 0, 0
+
+    @property
+    def slots(self) -> int:
+        return self.inner.slots
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.tasks += 1
+        self.blocks += args[2] - args[1]
+        return self.inner.submit(fn, *args, **kwargs)
+
+
 def run(spec: Any, ctx: RunContext) -> tuple[float, str]:
     began = time.perf_counter()
     result = registry.get(spec.study).run(spec, ctx)
@@ -129,10 +145,9 @@ def main() -> None:
     client = Client(cluster)
     t_start = time.perf_counter() - began
     try:
-        ex = executors.ClusterExecutor(client, cluster.scheduler_address)
-        counting = Recording(2)  # the grouping the 2-process cluster gets, sized
-        run(spec, RunContext(workers=1, executor=counting))
-        t_cluster, doc_cluster = run(spec, RunContext(workers=1, executor=ex))
+        counting = Counting(executors.ClusterExecutor(client, cluster.scheduler_address))
+        t_cluster, doc_cluster = run(spec, RunContext(workers=1, executor=counting))
+        ex = counting.inner
         assert doc_cluster == doc_threads, "cluster result differs from local threads"
         n = 400
         began = time.perf_counter()
@@ -141,7 +156,7 @@ def main() -> None:
     finally:
         client.close()
         cluster.close()
-    tc = counting.tally
+    tc = counting
     overhead = max(0.0, (t_cluster - t_threads) / tc.tasks)
     print(f"LocalCluster (2 processes): {t_cluster:8.2f} s  (+{t_start:.1f} s to start it; "
           f"{tc.tasks} tasks of {tc.blocks} blocks); identical results.json")
