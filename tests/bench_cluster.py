@@ -140,6 +140,7 @@ def main() -> None:
 
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     began = time.perf_counter()
+    executors.keep_heap()  # as `--scheduler local:N` does
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=logging.CRITICAL)
     client = Client(cluster)

@@ -37,6 +37,7 @@ def cluster() -> Iterator[executors.ClusterExecutor]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DASK_LOGGING__DISTRIBUTED", "error")
+        executors.keep_heap()
         lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None, silence_logs=logging.CRITICAL)
         client = Client(lc)
