@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import executors, paths, registry, report, spec
+from sdpa_cli import executors, paths, process, registry, report, spec
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -96,6 +96,8 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:
+        if process.pending():  # a Ctrl-C that an import turned into ImportError: stop all
+            raise KeyboardInterrupt from None
         if not catch:
             raise
         return Outcome(p, "error", error=f"internal error: {type(e).__name__}: {e}",
@@ -140,15 +142,19 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
 
     executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
     planned = plan(validate(collect(targets)), settings)
+    # index.md and report.html: sdpa's own or absent, checked before any work
+    report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
+                       else "--out")
     progress = Progress(len(planned), quiet=settings.quiet)
     with executors.session(settings) as settings, progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress)
-    batch_report.write(outcomes, settings.root, embed=settings.plots)
+    described = batch_report.write(outcomes, settings.root)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
-        batch_report.show_summary(outcomes, settings.root, check=settings.check)
+        batch_report.show_summary(outcomes, settings.root, check=settings.check,
+                                  described=len(described))
     else:  # -q silences progress and summary, never a failure: one line per failed spec
         for o in outcomes:
             if o.status == "error":

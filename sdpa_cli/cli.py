@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
-from sdpa_cli import __version__
-from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError
+from sdpa_cli import __version__, process
+from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError, one_line
 from sdpa_cli.options import (
     SETTINGS,
     StudyCommand,
+    ValueCommand,
     batch_options,
     common_options,
     list_option,
@@ -170,11 +171,75 @@ def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("jacobian", spec_path)
 
 
+@cli.command("train", cls=StudyCommand,
+             short_help="Train one attention head with and without scaling.")
+@SPEC_ARG
+@list_option("--dims", metavar="D [D ...]", help="d_k of the attention head (default 16 64 256).")
+@list_option("--scalings", metavar="RULE [RULE ...]", help="Scaling rules (default none sqrt).")
+@list_option("--optimisers", metavar="OPT [OPT ...]", help="sgd and/or adam (default both).")
+@list_option("--learning-rates", metavar="LR [LR ...]",
+             help="Rates for every optimiser given (default sgd 0.1, adam 0.003).")
+@value_option("--seeds", metavar="N", help="Runs per configuration (default 3).")
+@value_option("--steps", metavar="N", help="Optimiser steps per run (default 300).")
+@value_option("--batch", metavar="N", help="Sequences per step (default 32).")
+@value_option("--vocab", metavar="V", help="Vocabulary size; chance loss is ln V (default 16).")
+@value_option("--pairs", metavar="P", help="Key–value pairs per sequence (default 8).")
+@value_option("--d-model", metavar="N", help="Embedding width (default 64).")
+@value_option("--embeddings", metavar="E", help="fixed (default) | learned.")
+@value_option("--target-accuracy", metavar="A", help="Accuracy for steps-to-target (0.9).")
+@value_option("--log-every", metavar="N", help="Steps per logged point (default 10).")
+@common_options
+def train(spec_path: Path | None, **kwargs: Any) -> int:
+    """Train one attention head on associative recall, with and without scaling.
+
+    Logs loss, accuracy, query-row entropy, largest |score| and ‖∂L/∂W_Q‖, ‖∂L/∂W_K‖; reports
+    steps to the target accuracy per (d_k, rule, optimiser, rate), the learning-rate
+    sensitivity of each rule, and the documents' claims about training beside the evidence.
+
+    \b
+    Examples:
+      sdpa train --dims 16 256 --steps 300
+      sdpa train experiments/train/compare.yaml --format json
+      sdpa train --optimisers sgd --learning-rates 0.1 0.3 1 --dims 64 --seeds 5
+    """
+    return _run("train", spec_path)
+
+
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
 
 
-@cli.command("run", short_help="Run every spec (default: experiments/) into outputs/.")
+@cli.command("gradients", cls=StudyCommand,
+             short_help="Gradients through one attention layer versus d_k.")
+@SPEC_ARG
+@list_option("--dims", metavar="D [D ...]", help="d_k values (default 16 64 256 1024).")
+@value_option("--d-model", metavar="N", help="Width of X and of the weights' rows (default 64).")
+@value_option("--keys", metavar="N", help="Sequence length n (default 16).")
+@value_option("--d-v", metavar="N", help="Value width (default: d_v = d_k).")
+@value_option("--trials", metavar="N", help="Independent draws per d_k (default 200).")
+@list_option("--scalings", metavar="RULE [RULE ...]",
+             help="none sqrt linear temperature:T power:P cosine[:TAU] … (default none sqrt "
+                  "linear).")
+@value_option("--init-std", metavar="S", help="σ_w: weights iid N(0, σ_w²/d_model) (default 1).")
+@value_option("--alignment", metavar="A", help="W_K = A·W_Q + √(1−A²)·W', A in [0, 1] "
+              "(default 0).")
+@value_option("--causal", metavar="BOOL", help="true: query i sees keys 0…i (default false).")
+@value_option("--se-tolerance", metavar="K", help="A check passes when |z| ≤ K (default 4).")
+@common_options
+def gradients(spec_path: Path | None, **kwargs: Any) -> int:
+    """Gradients through one attention layer at initialisation, versus d_k, per rule.
+
+    \b
+    Examples:
+      sdpa gradients --dims 16 64 256 1024 --scalings none sqrt linear
+      sdpa gradients --dims 16 256 --alignment 0.7 --causal true --format json
+      sdpa gradients experiments/gradients/aligned.yaml --trials 400 --check
+    """
+    return _run("gradients", spec_path)
+
+
+@cli.command("run", cls=ValueCommand,
+             short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG
 @batch_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
@@ -201,7 +266,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 
-@cli.command("validate", short_help="Check specs without running anything.")
+@cli.command("validate", cls=ValueCommand, short_help="Check specs without running anything.")
 @PATHS_ARG
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
 def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
@@ -281,7 +346,7 @@ def run(args: list[str]) -> int:
         click.echo("sdpa: interrupted", err=True)
         return EXIT_INTERRUPTED
     except click.ClickException as e:
-        click.echo(_click_line(e), err=True)
+        click.echo(one_line(_click_line(e)), err=True)
         return EXIT_BAD_INPUT if isinstance(e, click.UsageError) else e.exit_code
     except SdpaError as e:
         for line in e.lines():
@@ -294,15 +359,20 @@ def run(args: list[str]) -> int:
         click.echo("sdpa: terminated", err=True)
         return 128 + signal.SIGTERM
     except Exception as e:  # a bug: say so in one line, keep the traceback for SDPA_DEBUG
+        if process.pending():  # Ctrl-C that a library turned into another error (ImportError)
+            click.echo("sdpa: interrupted", err=True)
+            return EXIT_INTERRUPTED
         if os.environ.get("SDPA_DEBUG"):
             raise
-        click.echo(f"sdpa: internal error: {type(e).__name__}: {e} "
-                   "(set SDPA_DEBUG=1 for the traceback)", err=True)
+        click.echo(one_line(f"sdpa: internal error: {type(e).__name__}: {e} "
+                            "(set SDPA_DEBUG=1 for the traceback)"), err=True)
         return 1
     return result if isinstance(result, int) else 0
 
 
 def main(argv: list[str] | None = None) -> None:
+    process.install()
+    process.setup_streams()
     # sdpa runs its own worker threads (--workers); BLAS threads inside each would only
     # oversubscribe the cores, and one BLAS thread also fixes how matmul sums. Set before
     # NumPy loads (the CLI imports it lazily); a user's own setting wins.
@@ -310,9 +380,26 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.setdefault(var, "1")
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
-    code = run(sys.argv[1:] if argv is None else list(argv))
+    process.arm()
+    try:
+        code = run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:  # between arming and run()'s own handlers
+        code = EXIT_INTERRUPTED
+        click.echo("sdpa: interrupted", err=True)
+    if process.pending() and code != EXIT_INTERRUPTED:  # swallowed by a library
+        code = EXIT_INTERRUPTED
+        click.echo("sdpa: interrupted", err=True)
     try:
         sys.stdout.flush()
-    except BrokenPipeError:  # the reader left (see report.write_stdout); not an error
+    except OSError as e:  # the reader left (see report.write_stdout), or /dev/full
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if not isinstance(e, BrokenPipeError):
+            click.echo(f"sdpa: cannot write to stdout: {e.strerror or e}", err=True)
+            code = code or 1
+    process.disarm()
+    if code == EXIT_INTERRUPTED:
+        # Everything is cleaned up and flushed. Exit here: CPython 3.11 remembers a Ctrl-C
+        # that hit code run by eval() (namedtuple, during an import) even though it was
+        # handled, and its normal exit would then kill the process with -SIGINT instead.
+        os._exit(code)
     sys.exit(code)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real imports happen inside the loaders, so `sdpa --help` stays light
     from sdpa_cli.spec.common import Documented, SpecBase
+    from sdpa_cli.spec.limits import Cost
     from sdpa_cli.studies.context import RunContext
     from sdpa_cli.studies.result import Figure, Result
 
@@ -27,15 +28,18 @@ class Study:
     documented_problem: Callable[[Any, Documented], str | None]
     # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
     figures: Callable[[], Mapping[str, Renderer]]
-    row_types: tuple[type, ...] = ()  # the typed rows of its tables
+    # spec → its estimated work, memory and output (spec.limits.Cost); checked by spec.load
+    # before anything runs. Every study gives one (tests/test_limits.py asserts it).
+    limits: Callable[[Any], Cost] | None = None
 
 
 def _variance() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.variance import VarianceSpec
     from sdpa_cli.studies import variance
 
     return Study("variance", VarianceSpec, variance.run, variance.documented_problem,
-                 _variance_figures)
+                 _variance_figures, limits=limits.variance)
 
 
 def _variance_figures() -> Mapping[str, Renderer]:
@@ -45,19 +49,22 @@ def _variance_figures() -> Mapping[str, Renderer]:
 
 
 def _softmax_sweep() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
     from sdpa_cli.studies import softmax_sweep
 
     return Study("softmax-sweep", SoftmaxSweepSpec, softmax_sweep.run,
-                 softmax_sweep.documented_problem, _saturation_figures)
+                 softmax_sweep.documented_problem, _saturation_figures,
+                 limits=limits.score_source)
 
 
 def _jacobian() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.score_sources import JacobianSpec
     from sdpa_cli.studies import jacobian
 
     return Study("jacobian", JacobianSpec, jacobian.run, jacobian.documented_problem,
-                 _saturation_figures)
+                 _saturation_figures, limits=limits.score_source)
 
 
 def _saturation_figures() -> Mapping[str, Renderer]:
@@ -76,6 +83,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 
 
 def _worked_example() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.worked import WorkedExampleSpec
     from sdpa_cli.studies import worked as worked_example
 
@@ -83,7 +91,7 @@ def _worked_example() -> Study:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
 
     return Study("worked-example", WorkedExampleSpec, run, worked_example.documented_problem,
-                 _worked_figures)
+                 _worked_figures, limits=limits.worked_example)
 
 
 def _worked_figures() -> Mapping[str, Renderer]:
@@ -92,12 +100,44 @@ def _worked_figures() -> Mapping[str, Renderer]:
     return {"worked.weights": f.draw_weights}
 
 
+def _gradients() -> Study:
+    from sdpa_cli.spec.gradients import GradientsSpec, cost
+    from sdpa_cli.studies import gradients
+
+    return Study("gradients", GradientsSpec, gradients.run, gradients.documented_problem,
+                 _gradients_figures, limits=cost)
+
+
+def _gradients_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import gradients as f
+
+    return {"gradients.norms": f.draw_norms, "gradients.frozen": f.draw_frozen}
+
+
+def _train() -> Study:
+    from sdpa_cli.spec.train import TrainSpec
+    from sdpa_cli.spec.train import limits as train_limits
+    from sdpa_cli.studies import train
+
+    return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures,
+                 limits=train_limits)
+
+
+def _train_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import train as f
+
+    return {"train.loss_curves": f.draw_loss_curves, "train.traces": f.draw_traces,
+            "train.loss_vs_lr": f.draw_loss_vs_lr}
+
+
 # The registry: one line per study, in the order help and error messages list them.
 LOADERS: dict[str, Callable[[], Study]] = {
     "variance": _variance,
     "softmax-sweep": _softmax_sweep,
     "jacobian": _jacobian,
     "worked-example": _worked_example,
+    "gradients": _gradients,
+    "train": _train,
 }
 NAMES: tuple[str, ...] = tuple(LOADERS)
 

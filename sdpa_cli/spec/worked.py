@@ -30,7 +30,6 @@ from sdpa_cli.spec.common import Float, Model, PosInt, SpecBase
 #     crossover_n, total.
 # A variance written without .population or .sample (documents rarely say which) is compared
 # with the closer of the two, and the audit names the one it used.
-KINDS = ("attention", "variance", "scaling-arithmetic", "cost")
 
 # A worked example is done by hand: beyond this many entries a matrix is a data set, and the
 # step panels would be pages long.

@@ -61,6 +61,11 @@ FIELDS = {
 }
 
 
+# One bar per key and multiplier, twice: 2000 keys × 60 multipliers took 285 s and 2.6 GB to
+# draw, for a picture nobody can read; beyond this the figure is left out with a note.
+WEIGHTS_FIGURE_MAX_BARS = 2000
+
+
 def plan_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     return shared.plan_keys(spec)
 
@@ -77,7 +82,13 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     if source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
-        figures.append(_weights_figure(spec, rows))
+        bars = len(spec.scores or []) * len(rows)
+        if ctx.figures and bars <= WEIGHTS_FIGURE_MAX_BARS:  # --no-plots: no copy made
+            figures.append(_weights_figure(spec, rows))
+        elif ctx.figures:
+            notes.append(f"No weights figure: {len(spec.scores or [])} keys × {len(rows)} "
+                         f"multipliers would be {bars} bars (it draws at most "
+                         f"{WEIGHTS_FIGURE_MAX_BARS}); the table has every weight.")
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)
@@ -136,6 +147,8 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
          "dim": spec.dim, "by": "scaling" if spec.dim is not None else "multiplier"},
+        caption="Compare the bars across scales: the larger the scale, the more of the "
+                "weight the top-scoring key takes.",
     )
 
 
@@ -149,7 +162,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
-    want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= shared.PICTURE_MAX_KEYS
+    want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
+        keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
     for i, d in enumerate(dims):
         variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
