@@ -101,6 +101,9 @@ def _study(study: str, ctx: RunContext, **overrides: Any) -> tuple[str, str]:
     ("jacobian", dict(score_stds=[0.5, 4], keys=[16, 256], trials=300, seed=7)),
     ("softmax-sweep", dict(dims=[16, 256], keys=[16], trials=200, correlation=0.5, seed=3,
                            scalings=["none", "sqrt", "cosine:0.1"])),
+    ("gradients", dict(dims=[16, 64], trials=40, seed=2)),
+    ("train", dict(dims=[8], steps=20, seeds=2, batch=8, vocab=4, pairs=2, d_model=8, seed=4,
+                   learning_rates={"sgd": [0.1], "adam": [0.01]})),
 ])
 def test_a_whole_study_on_the_cluster_matches_local_threads(cluster, study, overrides):
     local = _study(study, RunContext(workers=2), **overrides)
