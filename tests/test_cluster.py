@@ -214,7 +214,6 @@ def test_lost_scheduler_is_a_run_error_of_exit_1():
     ("nonsense", "'nonsense' is not a scheduler address"),
     ("local:0", "local:0: N must be 1 to 64"),
     ("http://host:8786", "is not a scheduler address"),
-    ("", "is empty"),
 ])
 def test_a_bad_scheduler_flag_is_bad_input(sdpa, workdir, value, message):
     r = sdpa("variance", "--dims", "3", "--scheduler", value)
