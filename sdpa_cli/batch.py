@@ -9,8 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import paths, process, registry, report, selection, spec
-from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, Problem, SdpaError
+from sdpa_cli import executors, paths, process, registry, report, selection, spec
+from sdpa_cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    InputError,
+    Problem,
+    SchedulerLost,
+    SdpaError,
+)
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
 from sdpa_cli.studies.result import Result
@@ -85,6 +92,8 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
         folder = report.write_run(result, settings, target=p.target, argv=argv,
                                   started=started, input_spec=p.spec.model_dump(mode="json"),
                                   ) if settings.write else None
+    except SchedulerLost:
+        raise  # every later spec would fail the same way: end the batch (exit 1)
     except SdpaError as e:
         if not catch:
             raise
@@ -162,6 +171,7 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
 
     if keyword is not None:
         selection.keyword(keyword)  # a malformed -k is exit 2 before anything is read
+    executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
     planned = plan(validate(collect(targets)), settings)
     # index.md and report.html: sdpa's own or absent, checked before any work
     report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
@@ -178,7 +188,7 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
         planned = [p for p, ok in zip(planned, chosen, strict=True) if ok]
     progress = Progress(len(planned), quiet=settings.quiet)
     started = time.time()
-    with progress:
+    with executors.session(settings) as settings, progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress,
                                       keep_unchanged=settings.write and not force)

@@ -247,8 +247,8 @@ def gradients(spec_path: Path | None, **kwargs: Any) -> int:
 @batch_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
-            dpi: int | None, keyword: str | None, last_failed: bool, force: bool,
-            **ci: Any) -> int:
+            dpi: int | None, scheduler: str | None, keyword: str | None, last_failed: bool,
+            force: bool, **ci: Any) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -266,7 +266,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
 
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
                         check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
-                        **ci_settings(ci))
+                        scheduler=scheduler, **ci_settings(ci))
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast, keyword=keyword,
                            last_failed=last_failed, force=force)
 

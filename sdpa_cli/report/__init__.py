@@ -6,7 +6,8 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,9 @@ class Settings:
     workers: int = 1
     wide: bool = False  # every table column, whatever the terminal's width
     explain: bool = False  # the theory's exact forms beside the plain words
+    scheduler: str | None = None  # --scheduler as given; None: SDPA_SCHEDULER or local threads
+    # The live executor while a scheduler session is open (sdpa_cli.executors.session).
+    executor: Executor | None = field(default=None, compare=False, repr=False)
     # CI (issue 12): reports beside the run, and --no-write (compute and report only)
     junit_xml: Path | None = None
     annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
@@ -46,8 +50,9 @@ class Settings:
 
 
 def context(settings: Settings) -> RunContext:
-    """What a study may know of these settings: threads, and whether figures are drawn."""
-    return RunContext(workers=settings.workers, figures=settings.plots)
+    """What a study may know of these settings: threads, executor, whether figures are drawn."""
+    return RunContext(workers=settings.workers, figures=settings.plots,
+                      executor=settings.executor)
 
 
 def target_for(name: str, settings: Settings) -> Path:

@@ -106,13 +106,11 @@ class _Fold:
     def __call__(self, acc: _Fold, part: tuple) -> _Fold:
         per_variant, probes, first = part
         for i, (per_trial, frob_rows) in enumerate(per_variant):
-            for name, values in per_trial.items():
-                block = Moments.of(np.asarray(values, dtype=float))
+            for name, block in per_trial.items():
                 self.parts[i][name] = self.parts[i].get(name, Moments()).merge(block)
             if self.medians is not None:
                 self.medians[i].add(frob_rows)
-        for name, values in probes.items():
-            block = Moments.of(np.asarray(values, dtype=float))
+        for name, block in probes.items():
             self.probes[name] = self.probes.get(name, Moments()).merge(block)
         if first is not None:
             self.first = first
@@ -125,6 +123,12 @@ class _Fold:
             med = self.medians[i].result() if self.medians is not None else None
             measured.append(Measured(stats, med))
         return Cell(trials, tuple(measured), dict(self.probes), self.first)
+
+
+def _moments(per_trial: Mapping[str, np.ndarray]) -> dict[str, Moments]:
+    """A block's per-trial values summarised where they were drawn: only these few numbers
+    travel back from a worker (the same Moments.of the fold would take, so the same digits)."""
+    return {name: Moments.of(np.asarray(v, dtype=float)) for name, v in per_trial.items()}
 
 
 def _mean_se(m: Moments) -> tuple[float, float]:
@@ -148,8 +152,8 @@ def gaussian_cell(
         out = []
         for s in stds:
             st = sat.row_stats(z, clamp(s), threshold=threshold, jacobian=jacobian)
-            out.append((st, st["frobenius"][:, None] if jacobian else None))
-        return out, {"score": z[:, 0].copy()}, None
+            out.append((_moments(st), st["frobenius"][:, None] if jacobian else None))
+        return out, _moments({"score": z[:, 0]}), None
 
     fold = _Fold(len(stds), trials, medians=jacobian)
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
@@ -195,8 +199,8 @@ def vector_cell(
             assert src is not None
             st = sat.row_stats(src, clamp(v.scale), threshold=threshold, jacobian=jacobian)
             per_trial = {name: values.mean(axis=1) for name, values in st.items()}
-            out.append((per_trial, st["frobenius"] if jacobian else None))
-        return out, probes, first
+            out.append((_moments(per_trial), st["frobenius"] if jacobian else None))
+        return out, _moments(probes), first
 
     fold = _Fold(len(variants), trials, medians=jacobian)
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
