@@ -30,10 +30,7 @@ def _softcap_reference(sigma: float, cap: float, mean: float) -> tuple[float, fl
 
 @pytest.mark.parametrize(("sigma", "cap", "mean"), [
     (1.0, 1.0, 0.0), (0.01, 1.0, 0.0), (1.0, 2.0, 0.7), (30.0, 50.0, 10.0),
-    pytest.param(100.0, 1.0, 0.0, marks=pytest.mark.slow),
-    pytest.param(5.0, 1.0, 0.0, marks=pytest.mark.slow),
-    pytest.param(22.6, 50.0, 0.0, marks=pytest.mark.slow),
-    pytest.param(1.0, 50.0, 0.0, marks=pytest.mark.slow),
+    (5.0, 1.0, 0.0),  # saturated: most mass where tanh is flat
 ])
 def test_softcap_against_50_digits(sigma: float, cap: float, mean: float) -> None:
     m1, var = softcap_moments(sigma, cap, mean)
