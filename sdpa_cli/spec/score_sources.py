@@ -111,6 +111,12 @@ class SaturationFields(VectorLawFields):
         return list(DEFAULT_KEYS.get(self.score_source, ()))
 
     @property
+    def uses_rules(self) -> bool:
+        """Explicit scores go through the scaling rules: dim given, or scalings set."""
+        return self.score_source == "explicit" and (
+            self.dim is not None or not self._is_default("scalings"))
+
+    @property
     def scale_list(self) -> list[float]:
         """Source 1's multipliers given as scales (default: the scores as they are)."""
         return list(self.scales) if self.scales is not None else [1.0]
@@ -165,18 +171,18 @@ class SaturationFields(VectorLawFields):
         if self.scores is not None and all(x == float("-inf") for x in self.scores):
             raise SpecFieldError(("scores",), "every score is masked (-inf); softmax needs at "
                                  "least one finite score")
-        if self.dim is None:
-            if not self._is_default("scalings"):
-                raise SpecFieldError(("scalings",), "scaling rules need the dimension of "
-                                     "explicit scores: add dim (--dim), or use scales")
+        if self.scales is not None and self.uses_rules:
+            raise SpecFieldError(("scales",), "scales are plain multipliers; give scales, or "
+                                 "scalings (with dim when a rule depends on d), not both")
+        if not self.uses_rules:
             return
-        if self.scales is not None:
-            raise SpecFieldError(("scales",), "with dim the multipliers are the scaling rules' "
-                                 "factors; give scales or dim with scalings, not both")
         for i, s in enumerate(self.scalings):
-            if s.cosine:
-                raise SpecFieldError(("scalings", i), "cosine scaling needs the vectors, not "
-                                     "explicit scores")
+            if s.cosine or s.norm is not None:
+                raise SpecFieldError(("scalings", i), f"{s.label} normalises q and k: it needs "
+                                     "the vectors, not explicit scores")
+            if self.dim is None and s.power != 0:
+                raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
+                                     "(--dim) for explicit scores")
         self._no_twice("scalings", [s.label for s in self.scalings])
 
     def _vector_rules(self) -> None:

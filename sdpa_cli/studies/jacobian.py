@@ -90,7 +90,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     notes: list[str] = []
     if source == "explicit":
         rows = _explicit_rows(spec)
-        columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
+        columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
         figures = [_vs_scale_figure(spec, rows)]
         title = "Softmax Jacobian of explicit scores as they are scaled"
     elif source == "vectors":
@@ -122,20 +122,20 @@ def _explicit_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
     for m in shared.multipliers(spec):
-        c = shared.clamp(m.scale)
-        p = softmax(z, c)
+        zz, c = shared.explicit_input(z, m)
+        p = softmax(zz, c)
         norms = jacobian_norms(p)
         rows.append({
             **shared.explicit_key(spec, m),
             "temperature": finite(1.0 / m.scale),
-            "scores": [finite(float(c) * float(v)) for v in z],  # Python floats: inf, not a warning
+            "scores": [finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
             "probs": p.tolist(),
             "max_prob": float(p.max()),
             "max_abs_jacobian": float(norms["max_abs"]),
             "frobenius": float(norms["frobenius"]),
             "spectral": float(sat.jacobian_spectral(p)[0]),
             "trace": float(norms["trace"]),
-            "entropy": float(entropy(z, c)),
+            "entropy": float(entropy(zz, c)),
         })
     return rows
 
@@ -165,8 +165,8 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext):
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dim_list):
-        variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(spec.key_list):
+            variants = shared.variants_for(spec, d, unit, n)
             cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
                                       jacobian=True, ctx=ctx, keep_first=False)
             cell_rows = []

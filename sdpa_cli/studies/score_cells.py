@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.blocks import fold_blocks
@@ -37,17 +38,29 @@ PICTURE_MAX_KEYS = 64
 
 @dataclass(frozen=True)
 class Multiplier:
-    """One row of source 1: the factor the explicit scores are multiplied by."""
+    """One row of source 1: the factor the explicit scores are multiplied by (then capped)."""
 
     scale: float
     scaling: str | None = None  # rule label when the factor comes from dim + scalings
     formula: str | None = None
+    cap: float | None = None  # softcap:C: C·tanh(scale·z/C)
 
 
 def multipliers(spec: SaturationFields) -> list[Multiplier]:
-    if spec.dim is not None:
-        return [Multiplier(s.factor(spec.dim), s.label, s.formula) for s in spec.scalings]
+    """Rules (at dim, or d-free rules without it; logn's n is the number of scores) or the
+    plain multipliers `scales`."""
+    if spec.uses_rules:
+        d = spec.dim if spec.dim is not None else 1
+        n = len(spec.scores or [])
+        return [Multiplier(s.factor(d, n), s.label, s.formula, s.cap) for s in spec.scalings]
     return [Multiplier(float(c)) for c in spec.scale_list]
+
+
+def explicit_input(z: np.ndarray, m: Multiplier) -> tuple[np.ndarray, float]:
+    """(scores, scale) to hand to softmax for multiplier m: capped scores come pre-scaled."""
+    if m.cap is not None:
+        return capped(z, m.scale, m.cap), 1.0
+    return z, clamp(m.scale)
 
 
 def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
@@ -66,11 +79,16 @@ def clamp(scale: float) -> float:
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of turning a cell's raw scores into softmax inputs: multiply by `scale`."""
+    """One way of turning a cell's raw scores into softmax inputs: multiply by `scale`
+    (then cap: C·tanh(x/C)). `source` is raw q·k, cos(q, k) or the cosine of mean-removed
+    vectors (LayerNorm, for qknorm); `probe` keeps the final scores at the probe positions."""
 
     label: str
     scale: float  # on the raw scores (standardized units), or on the cosines
     cosine: bool = False
+    source: str = "raw"  # "raw", "cos" or "centred"
+    cap: float | None = None
+    probe: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,13 +186,16 @@ def vector_cell(
     """
     trials = spec.trials
     per, blocks = sat.sequence_blocks(n, d, trials)
-    want_cos = any(v.cosine for v in variants)
+    want_cos = any(v.cosine or v.source == "cos" for v in variants)
+    want_centred = any(v.source == "centred" for v in variants)
     masked = spec.mask == "causal"
 
     def work(b: int) -> tuple:
         rng = block_generator(spec.seed or 0, (*key, b))
+        extra: dict[str, np.ndarray] | None = {} if want_centred else None
         raw, cos, qk = sat.sequence_scores(rng, law, min(per, trials - b * per), n, d,
-                                           cosine=want_cos, keep_first=keep_first and b == 0)
+                                           cosine=want_cos, keep_first=keep_first and b == 0,
+                                           centred=extra)
         probes = {"offdiag": raw[:, 1, 0].copy(), "diag": raw[:, 0, 0].copy()}
         if cos is not None:
             probes.update(offdiag_cos=cos[:, 1, 0].copy(), diag_cos=cos[:, 0, 0].copy())
@@ -185,14 +206,20 @@ def vector_cell(
                 first["cos"] = cos[0].copy()
             if qk is not None:
                 first["q"], first["k"] = qk
+        sources = {"raw": raw, "cos": cos, "centred": extra["cos"] if extra else None}
         if masked:
-            raw = sat.causal(raw)
-            cos = sat.causal(cos) if cos is not None else None
+            sources = {k: (sat.causal(v) if v is not None else None) for k, v in sources.items()}
         out = []
         for v in variants:
-            src = cos if v.cosine else raw
+            src = sources["cos" if v.cosine else v.source]
             assert src is not None
-            st = sat.row_stats(src, clamp(v.scale), threshold=threshold, jacobian=jacobian)
+            scale = clamp(v.scale)
+            if v.cap is not None:
+                src, scale = capped(src, v.scale, v.cap), 1.0
+            if v.probe:
+                probes[f"{v.label}@offdiag"] = scale * src[:, 1, 0]
+                probes[f"{v.label}@diag"] = scale * src[:, 0, 0]
+            st = sat.row_stats(src, scale, threshold=threshold, jacobian=jacobian)
             per_trial = {name: values.mean(axis=1) for name, values in st.items()}
             out.append((per_trial, st["frobenius"] if jacobian else None))
         return out, probes, first
@@ -201,11 +228,26 @@ def vector_cell(
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
 
 
-def variants_for(spec: SaturationFields, d: int, unit: float) -> list[Variant]:
-    return [
-        Variant(s.label, s.factor(d) if s.cosine else s.factor(d) * unit, s.cosine)
-        for s in spec.scalings
-    ]
+def variants_for(spec: SaturationFields, d: int, unit: float, n: int) -> list[Variant]:
+    return [variant(s, d, unit, n) for s in spec.scalings]
+
+
+def variant(s: Scaling, d: int, unit: float, n: int) -> Variant:
+    """How rule s turns the cell's scores at (d, n) into softmax inputs."""
+    if s.cosine:
+        return Variant(s.label, s.factor(d), True, "cos")
+    if s.norm is not None:
+        # q̂·k̂ = d·cos with |q̂|² = d: LayerNorm's cosines are those of mean-removed vectors
+        return Variant(s.label, d * s.factor(d), False,
+                       "centred" if s.norm == "layer" else "cos", probe=True)
+    return Variant(s.label, s.factor(d, n) * unit, False, "raw", s.cap, probe=s.cap is not None)
+
+
+def capped(z: np.ndarray, scale: float, cap: float) -> np.ndarray:
+    """C·tanh(scale·z/C), masked (−inf) entries kept masked."""
+    with np.errstate(invalid="ignore"):
+        out = cap * np.tanh(z * (scale / cap))
+    return np.where(np.isneginf(z), -np.inf, out)
 
 
 # --- theory beside source-2 rows --------------------------------------------------------------
@@ -220,7 +262,8 @@ class ScoreTheory:
     factor: float  # raw → softmax input
 
 
-def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float) -> ScoreTheory:
+def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float, n: int | None = None
+                 ) -> ScoreTheory:
     if scaling.cosine:
         pair = theory.cosine_moments(law.kind, d, law.m, 0.0)
         self_pair = theory.cosine_moments(law.kind, d, law.m, law.rho)
@@ -230,7 +273,7 @@ def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float) -> ScoreTh
         return ScoreTheory(mom, mom, scaling.factor(d))
     return ScoreTheory(theory.dot_moments(law.kind, d, law.m, 0.0),
                        theory.dot_moments(law.kind, d, law.m, law.rho),
-                       scaling.factor(d) * unit)
+                       scaling.factor(d, n) * unit)
 
 
 def cosine_self_limit(law: PairLaw) -> float:
@@ -241,9 +284,11 @@ def cosine_self_limit(law: PairLaw) -> float:
 
 
 def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
-                 correlated: bool) -> dict[str, Any]:
+                 correlated: bool, n: int | None = None) -> dict[str, Any]:
     """Implied spread of the scores, and the measured score law at two fixed positions."""
-    th = score_theory(law, d, scaling, unit)
+    if scaling.norm is not None or scaling.cap is not None:
+        return rule_score_fields(law, d, scaling, unit, cell, correlated)
+    th = score_theory(law, d, scaling, unit, n)
     c = th.factor
     off = cell.probes["offdiag_cos" if scaling.cosine else "offdiag"]
     diag = cell.probes["diag_cos" if scaling.cosine else "diag"]
@@ -277,9 +322,60 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
     return out
 
 
+def rule_theory_moments(law: PairLaw, d: int, scaling: Scaling, unit: float, rho: float
+                        ) -> tuple[float, float] | None:
+    """(mean, variance) of a qknorm or softcap score under the law, when a closed form
+    exists: qknorm for Gaussian (any mean, LayerNorm) or centred Gaussian / sphere vectors;
+    softcap takes q·k·factor as Gaussian with its exact mean and variance (an approximation
+    that becomes exact as d grows, so it is reported beside the measurement, not checked)."""
+    if scaling.norm is not None:
+        isotropic = law.kind == "sphere" or (law.kind == "normal" and
+                                             (scaling.norm == "layer" or law.m == 0))
+        if not isotropic or (law.kind == "sphere" and rho):
+            return None
+        return rt.qknorm_moments(d, scaling.norm, rho)
+    assert scaling.cap is not None
+    kind = "sphere" if law.kind == "sphere" else law.kind
+    mom = theory.dot_moments(kind, d, law.m, rho) if kind != "sphere" else \
+        theory.dot_moments("sphere", d)
+    c = scaling.factor(d) * (1.0 if kind == "sphere" else unit)
+    return rt.softcap_moments(abs(c) * math.sqrt(mom.variance), scaling.cap, c * mom.mean)
+
+
+def rule_score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
+                      correlated: bool) -> dict[str, Any]:
+    """score_fields for rules whose scores are not a multiple of q·k (qknorm, softcap): the
+    final scores are probed, and z uses the measured fourth moment for the se."""
+    off = cell.probes[f"{scaling.label}@offdiag"]
+    diag = cell.probes[f"{scaling.label}@diag"]
+    t = off.n
+    pair = rule_theory_moments(law, d, scaling, unit, 0.0)
+    self_pair = rule_theory_moments(law, d, scaling, unit, law.rho) if correlated else None
+    exact = scaling.norm is not None
+    var = off.variance
+    se = math.sqrt(max(0.0, off.m4 / t - var * var) / t) if t > 1 else math.nan
+    out: dict[str, Any] = {
+        "implied_score_std": finite(math.sqrt(pair[1] if pair else var)),
+        "implied_self_score_mean": finite(self_pair[0]) if self_pair else None,
+        "score_var": finite(var), "theory_score_var": finite(pair[1]) if pair else None,
+        "score_var_se": finite(se),
+        "score_var_z": finite(_z(var, pair[1], se)) if pair and exact else None,
+        "self_score_mean": finite(diag.mean),
+        "theory_self_score_mean": finite(self_pair[0]) if self_pair else None,
+        "self_score_mean_z": finite(_z(diag.mean, self_pair[0],
+                                       math.sqrt(diag.variance / t)))
+        if self_pair and exact else None,
+    }
+    return out
+
+
 def score_check(name: str, row: Mapping[str, Any], k: float) -> Check:
     """The score law at fixed positions against theory: |z| ≤ k for variance and mean."""
     z, mz = row["score_var_z"], row["self_score_mean_z"]
+    if row["theory_score_var"] is not None and z is None and str(row.get("scaling", "")
+                                                              ).startswith("softcap"):
+        return Check(name, True, "softcap: theory takes q·k/√d as Gaussian, exact only as "
+                                 "d → ∞ (reported beside the measurement, not checked)")
     if row["theory_score_var"] is None:
         return Check(name, True, "no closed form for this law under cosine scaling "
                                  "(reported only)")
@@ -453,10 +549,10 @@ def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: Cell, measured: Me
                stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
     """One source-2 row with the study's statistics; `sweep` adds the softmax-sweep fields
     (threshold and the d → ∞ limit of the largest weight)."""
-    scores = score_fields(law, d, scaling, unit, cell, spec.correlation != 0)
+    scores = score_fields(law, d, scaling, unit, cell, spec.correlation != 0, n)
     row: dict[str, Any] = {
         # the rule's own factor, 1/(T·d^p) (or 1/τ for cosine), as in the variance study
-        "dim": d, "keys": n, "scaling": scaling.label, "factor": finite(scaling.factor(d)),
+        "dim": d, "keys": n, "scaling": scaling.label, "factor": finite(scaling.factor(d, n)),
         "trials": cell.trials,
         "implied_score_std": scores.pop("implied_score_std"),
         "implied_self_score_mean": scores.pop("implied_self_score_mean"),
@@ -479,11 +575,12 @@ def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> l
     out = []
     seen = set()
     for scaling, row in zip(spec.scalings, rows, strict=True):
-        kind = "cosine" if scaling.cosine else "raw"
+        own = scaling.norm is not None or scaling.cap is not None
+        kind = scaling.label if own else ("cosine" if scaling.cosine else "raw")
         if kind in seen:
             continue
         seen.add(kind)
-        what = "cos(q, k)" if scaling.cosine else "q·k"
+        what = scaling.label if own else ("cos(q, k)" if scaling.cosine else "q·k")
         out.append(score_check(f"d={d} n={n} {what}", row, k))
     return out
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
-from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
@@ -76,7 +76,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     notes: list[str] = []
     if source == "explicit":
         rows = _explicit_rows(spec)
-        columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
+        columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
         figures.append(_weights_figure(spec, rows))
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
@@ -100,13 +100,13 @@ def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
     for m in shared.multipliers(spec):
-        c = shared.clamp(m.scale)
-        p = softmax(z, c)
-        h = float(entropy(z, c))
+        zz, c = shared.explicit_input(z, m)
+        p = softmax(zz, c)
+        h = float(entropy(zz, c))
         rows.append({
             **shared.explicit_key(spec, m),
             "temperature": finite(1.0 / m.scale),
-            "scores": [finite(float(c) * float(v)) for v in z],  # Python floats: inf, not a warning
+            "scores": [finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
             "probs": p.tolist(),
             "max_prob": float(p.max()),
             "entropy": h,
@@ -135,7 +135,7 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "weights_by_scale", "saturation.weights_by_scale",
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
-         "dim": spec.dim, "by": "scaling" if spec.dim is not None else "multiplier"},
+         "dim": spec.dim, "by": "scaling" if spec.uses_rules else "multiplier"},
     )
 
 
@@ -151,8 +151,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     dims, keys = spec.dim_list, spec.key_list
     want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= shared.PICTURE_MAX_KEYS
     for i, d in enumerate(dims):
-        variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
+            variants = shared.variants_for(spec, d, unit, n)
             cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
                                       jacobian=False, ctx=ctx, keep_first=want_picture)
             cell_rows = []
@@ -223,8 +223,13 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
         return None
     panels = []
     for scaling in spec.scalings:
-        base = first["cos"] if scaling.cosine else first["raw"]
-        c = scaling.factor(d) if scaling.cosine else scaling.factor(d) * unit
+        v = shared.variant(scaling, d, unit, n)
+        base = _picture_base(first, v)
+        if base is None:
+            continue
+        c = v.scale
+        if v.cap is not None:
+            base, c = shared.capped(base, c, v.cap), 1.0
         with np.errstate(over="ignore"):  # beyond float64 becomes inf, drawn as blank
             scores = base * c
         if spec.mask == "causal":
@@ -250,6 +255,18 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
         data["k"] = first["k"].tolist()
     return Figure("attention_picture", "saturation.attention_picture",
                   f"First sampled sequence: d_k = {d}, {n} positions", data)
+
+
+def _picture_base(first: dict[str, np.ndarray], v: shared.Variant) -> np.ndarray | None:
+    """The first sequence's raw scores, cosines or mean-removed cosines for variant v."""
+    if v.cosine or v.source == "cos":
+        return first.get("cos")
+    if v.source == "centred":
+        if "q" not in first:
+            return None
+        q, k = (prepare(first[x], Scaling.parse("qknorm")) for x in ("q", "k"))
+        return np.clip(q @ k.T / q.shape[1], -1.0, 1.0)  # |q̂|² = d
+    return first["raw"]
 
 
 # --- source 3 -----------------------------------------------------------------------------
