@@ -229,6 +229,7 @@ class JacobianSpec(SaturationFields):
     study: Literal["jacobian"] = "jacobian"
     trials: Int = Field(2000, ge=2 * BATCHES, le=10**7)  # ≥ 2 per batch for median se
     mark_dims: list[PosInt] = Field(default_factory=lambda: [64, 512])  # phase diagram: s = √d
+    refine_peak: bool = True  # s* by golden section on the same draws (else grid parabola)
 
     @model_validator(mode="after")
     def _median_memory(self) -> JacobianSpec:
