@@ -118,7 +118,7 @@ SATURATION_FLAGS = {
     "d_model": "--d-model", "heads": "--heads", "score_stds": "--score-stds", "keys": "--keys",
     "trials": "--trials", "scalings": "--scalings", "distribution": "--distribution",
     "mean": "--mean", "std": "--std", "correlation": "--correlation", "mask": "--mask",
-    "se_tolerance": "--se-tolerance",
+    "se_tolerance": "--se-tolerance", "margin": "--margin",
 }
 SOFTMAX_SWEEP_FLAGS = {**SATURATION_FLAGS, "threshold": "--threshold"}
 JACOBIAN_FLAGS = {**SATURATION_FLAGS, "mark_dims": "--mark-dims"}
@@ -139,13 +139,15 @@ def saturation_options(f):
         value_option("--heads", metavar="H", help="Source 2: heads; d_k = d_model / heads."),
         list_option("--score-stds", metavar="S [S ...]",
                     help="Source 3: std s of iid N(0, s²) scores."),
+        value_option("--margin", metavar="G",
+                     help="Source 4: one key leads n − 1 tied keys by G, exactly (no draws)."),
         list_option("--keys", metavar="N [N ...]",
-                    help="Sources 2, 3: keys per row (default 10; 16 128 1024 for source 3)."),
+                    help="Sources 2-4: keys per row (default 10; 16 128 1024 for source 3)."),
         value_option("--trials", metavar="N",
                      help="Sources 2, 3: sequences / score rows per cell (default 2000)."),
         list_option("--scalings", metavar="RULE [RULE ...]",
                     help="none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] "
-                         "(default none sqrt)."),
+                         "qknorm[:rms] softcap:C logn:S linear:C mup[:C] (default none sqrt)."),
         value_option("--distribution", metavar="LAW",
                      help="Source 2: normal | uniform | rademacher | sphere."),
         value_option("--mean", help="Source 2: mean of each component (default 0)."),

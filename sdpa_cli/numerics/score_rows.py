@@ -26,14 +26,15 @@ SCORE_CHUNK = 1 << 18
 def row_stats(
     z: np.ndarray, scale: float, *, threshold: float | None = None, jacobian: bool = True
 ) -> dict[str, np.ndarray]:
-    """Per row of scale·z: largest weight, entropy, saturation flag and Jacobian norms.
+    """Per row of scale·z: largest weight, entropy, Σp², saturation flag and Jacobian norms.
 
     Rows are processed ROW_CHUNK entries at a time, so any number of rows fits in memory.
     """
     z = np.asarray(z, dtype=float)
     rows, n = z.reshape(-1, z.shape[-1]).shape
     flat = z.reshape(rows, n)
-    names = ["max_prob", "entropy"] + (["frobenius", "max_abs"] if jacobian else [])
+    names = ["max_prob", "entropy", "participation"] + (["frobenius", "max_abs"]
+                                                         if jacobian else [])
     out = {k: np.empty(rows) for k in names}
     step = max(1, ROW_CHUNK // n)
     for start in range(0, rows, step):
@@ -43,6 +44,7 @@ def row_stats(
             p = np.exp(logp)
         out["max_prob"][part] = p.max(axis=-1)
         out["entropy"][part] = entropy_of(logp, p)
+        out["participation"][part] = np.einsum("ij,ij->i", p, p)  # Σp², the REM's Y₂
         if jacobian:
             norms = jacobian_norms(p)
             out["frobenius"][part] = norms["frobenius"]

@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import (
     MAX_DRAWS,
     Float,
@@ -31,15 +32,16 @@ SOURCES = {
     "explicit": ("scores",),
     "vectors": ("dims", "d_model"),
     "gaussian": ("score_stds",),
+    "leading": ("margin",),
 }
-_FLAG = {"scores": "--scores", "dims": "--dims", "d_model": "--d-model",
+_FLAG = {"margin": "--margin", "scores": "--scores", "dims": "--dims", "d_model": "--d-model",
          "heads": "--heads", "score_stds": "--score-stds"}
 
 # Which source each optional key belongs to; a key set away from its source is an error.
 _ONLY = {
     "scales": ("explicit",),
-    "dim": ("explicit",),
-    "keys": ("vectors", "gaussian"),
+    "dim": ("explicit", "leading"),
+    "keys": ("vectors", "gaussian", "leading"),
     "trials": ("vectors", "gaussian"),
     "threshold": ("vectors", "gaussian"),
     "distribution": ("vectors",),
@@ -54,8 +56,10 @@ _SOURCE_TEXT = {
     "explicit": "explicit scores (scores)",
     "vectors": "random queries and keys (dims, or d_model with heads)",
     "gaussian": "random Gaussian scores (score_stds)",
+    "leading": "one key leading n − 1 tied keys (margin)",
 }
-DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024)}
+DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024),
+                "leading": (2, 8, 64, 512, 4096, 32768)}
 
 
 class SaturationFields(VectorLawFields):
@@ -72,8 +76,8 @@ class SaturationFields(VectorLawFields):
 
     @classmethod
     def needs_seed(cls, data: dict[str, Any]) -> bool:
-        # Explicit scores are exact: no seed, so the results are the same run to run.
-        return data.get("scores") is None
+        # Explicit scores and the leading-key family are exact: no seed, same every run.
+        return data.get("scores") is None and data.get("margin") is None
 
     # source 1: explicit scores
     scores: list[Score] | None = Field(None, min_length=1, max_length=MAX_SCORES)
@@ -86,7 +90,9 @@ class SaturationFields(VectorLawFields):
     mask: Literal["none", "causal"] = "none"  # causal: query i sees keys 0…i
     # source 3: random Gaussian scores
     score_stds: list[PosFloat] | None = Field(None, min_length=1)  # s of the N(0, s²) scores
-    # sources 2 and 3
+    # source 4: the leading-key family, exact: one key leads the n − 1 others by margin (q·k)
+    margin: Float | None = None
+    # sources 2, 3 and 4
     keys: list[Keys] | None = Field(None, min_length=1)  # n (default 10, or 16 128 1024)
     trials: Int = Field(2000, ge=2, le=10**7)  # score rows (source 3) / sequences (source 2)
     se_tolerance: Float = Field(4.0, gt=0)  # a score-variance check passes when |z| ≤ this
@@ -126,6 +132,7 @@ class SaturationFields(VectorLawFields):
             "explicit": ["scores"] if self.scores is not None else [],
             "vectors": [k for k in ("dims", "d_model") if getattr(self, k) is not None],
             "gaussian": ["score_stds"] if self.score_stds is not None else [],
+            "leading": ["margin"] if self.margin is not None else [],
         }
         return {k: v for k, v in given.items() if v}
 
@@ -158,6 +165,8 @@ class SaturationFields(VectorLawFields):
             self._explicit_rules()
         elif source == "vectors":
             self._vector_rules()
+        elif source == "leading":
+            self._leading_rules()
         else:
             self._gaussian_rules()
         if source != "explicit":
@@ -198,6 +207,18 @@ class SaturationFields(VectorLawFields):
         work = sum(self.trials * (2 * n * d + n * n * (1 + n_rules))
                    for d in self.dim_list for n in self.key_list)
         self._work_guard(work)
+
+    def _leading_rules(self) -> None:
+        if self.dim is None and self._is_default("scalings"):
+            object.__setattr__(self, "scalings", [Scaling.parse("none"), Scaling.parse("logn:1")])
+        for i, s in enumerate(self.scalings):
+            if s.cosine or s.norm is not None:
+                raise SpecFieldError(("scalings", i), f"{s.label} normalises q and k: the "
+                                     "leading-key family is given as scores")
+            if self.dim is None and s.power != 0:
+                raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
+                                     "(--dim) for the leading-key family")
+        self._no_twice("scalings", [s.label for s in self.scalings])
 
     def _gaussian_rules(self) -> None:
         stds = self.score_stds or []

@@ -62,7 +62,17 @@ STATS = {"mean_frobenius": "frobenius", "mean_max_abs_jacobian": "max_abs",
          "mean_entropy": "entropy", "mean_max_prob": "max_prob"}
 _MC = (*(f for name in STATS for f in (name, f"{name}_se")), "median_frobenius",
        "median_frobenius_se")
+LEADING_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("gap", "score gap"),
+    Column("max_prob", "max weight"),
+    Column("entropy", "entropy"),
+    Column("entropy_ratio", "entropy/ln n", "f2"),
+    Column("frobenius", "‖J‖_F"),
+)
 FIELDS = {
+    "leading": shared.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
                  "max_abs_jacobian", "frobenius", "spectral", "trace", "entropy"),
     "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
@@ -90,7 +100,12 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     checks: list[Check] = []
     tables: list[Table] = []
     notes: list[str] = []
-    if source == "explicit":
+    if source == "leading":
+        rows = shared.leading_rows(spec)
+        columns = LEADING_COLUMNS
+        figures = [shared.leading_figure(spec, rows)]
+        title = "Softmax Jacobian with one key leading n − 1 ties, versus n (exact)"
+    elif source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
         figures = [_vs_scale_figure(spec, rows)]

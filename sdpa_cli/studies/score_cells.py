@@ -13,6 +13,7 @@ from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.moments import Moments
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import PairLaw
@@ -23,7 +24,7 @@ from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quan
 from sdpa_cli.studies.common import canonical, finite
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.context import RunContext
-from sdpa_cli.studies.result import Check
+from sdpa_cli.studies.result import Check, Figure
 
 # Scales are clamped into this range before softmax: beyond it the weights are already
 # exactly one-hot (or exactly uniform), and 0 or inf would make the scaled scores undefined.
@@ -72,6 +73,50 @@ def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
 
 def clamp(scale: float) -> float:
     return min(max(scale, SCALE_RANGE[0]), SCALE_RANGE[1])
+
+
+# --- source 4: the leading-key family (exact) ----------------------------------------------
+
+LEADING_FIELDS = ("keys", "scaling", "dim", "margin", "gap", "max_prob", "entropy",
+                  "entropy_ratio", "frobenius", "ln_n")
+
+
+def leading_rows(spec: SaturationFields) -> list[dict[str, Any]]:
+    """softmax of (g, 0, …, 0) for every n and rule, exactly (numerics.keys.leading_key)."""
+    assert spec.margin is not None
+    d = spec.dim if spec.dim is not None else 1
+    rows = []
+    for rule in spec.scalings:
+        lk = leading_key(spec.key_list, spec.margin, rule, d)
+        for i, n in enumerate(spec.key_list):
+            rows.append({
+                "keys": n, "scaling": rule.label, "dim": spec.dim, "margin": spec.margin,
+                "gap": finite(float(lk.gap[i])), "max_prob": float(lk.max_prob[i]),
+                "entropy": float(lk.entropy[i]), "entropy_ratio": float(lk.entropy_ratio[i]),
+                "frobenius": float(lk.frobenius[i]), "ln_n": math.log(n),
+            })
+    return rows
+
+
+def leading_figure(spec: SaturationFields, rows: list[dict[str, Any]]) -> Figure:
+    curves = []
+    for rule in spec.scalings:
+        pts = [r for r in rows if r["scaling"] == rule.label]
+        curves.append({"scaling": rule.label, "formula": rule.formula,
+                       **{f: [r[f] for r in pts] for f in ("keys", "max_prob",
+                                                            "entropy_ratio", "frobenius")}})
+    return Figure("leading_keys", "rules.leading_keys",
+                  f"One key leading n − 1 tied keys by {spec.margin:g}: exact, versus n",
+                  {"curves": curves, "margin": spec.margin, "dim": spec.dim})
+
+
+LEADING_THEORY = (
+    "Leading-key family: scores (g, 0, …, 0) with n − 1 ties, g = the rule's factor × margin. "
+    "With a = ln(n−1) − g: largest weight = 1/(1 + e^a), entropy = softplus(a) + g·σ(a), "
+    "‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴, computed without "
+    "cancellation (exact; no draws). At fixed g the leader fades once n ≫ e^g; logn:S makes "
+    "g = S·ln n·margin, so for S·margin > 1 the largest weight tends to 1, at = 1 to ½.",
+)
 
 
 # --- sources 2 and 3: Monte Carlo cells ------------------------------------------------------
@@ -467,6 +512,8 @@ def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
     if source == "vectors":
         return [{"dim": d, "keys": n, "scaling": s.label}
                 for d in spec.dim_list for n in spec.key_list for s in spec.scalings]
+    if source == "leading":
+        return [{"keys": n, "scaling": s.label} for s in spec.scalings for n in spec.key_list]
     return [{"keys": n, "score_std": s} for n in spec.key_list for s in spec.score_stds or []]
 
 
@@ -495,8 +542,33 @@ def lookup(rows: list[dict[str, Any]]):
 # --- theory lines ----------------------------------------------------------------------------
 
 
+def rule_lines(spec: SaturationFields) -> list[str]:
+    """Theory lines for the rules beyond ÷T·d^p and cosine that the spec uses."""
+    lines = []
+    if any(s.norm is not None for s in spec.scalings):
+        lines.append("qknorm: q̂·k̂/√d with |q̂|² = d. RMSNorm gives √d·cos(q, k), Var = 1 for "
+                     "centred isotropic q, k (cosine:τ has 1/(dτ²): √d·τ apart in std); "
+                     "LayerNorm removes the coordinate mean, leaving a (d−1)-dim isotropic "
+                     "law: Var = d/(d−1). Correlated Gaussian pairs: cos is the sample "
+                     "correlation of d (or d−1) pairs, moments by ₂F₁ (Hotelling).")
+    if any(s.cap is not None for s in spec.scalings):
+        lines.append("softcap:C: C·tanh(s/C) of s = q·k/√d; theory treats s as Gaussian with "
+                     "its exact mean and variance and integrates tanh² by quadrature (exact "
+                     "for Gaussian s; q·k/√d is Gaussian only as d → ∞).")
+    if any(s.log_n is not None for s in spec.scalings):
+        lines.append("logn:S multiplies q·k by S·ln n (n = keys), so the score spread at n "
+                     "keys is S·ln n·√Var(q·k): it grows with n as the largest of n scores "
+                     "does (√(2 ln n)), which keeps the top weight from fading.")
+    if any(s.power == 1.0 and s.temperature != 1.0 for s in spec.scalings):
+        lines.append("μP (mup = 8/d, linear:C = C/d): score std C·σ²/√d for independent q, k "
+                     "(8/d equals 1/√d at d = 64); for aligned q, k the score tends to C·ρσ².")
+    return lines
+
+
 def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
     source = spec.score_source
+    if source == "leading":
+        return LEADING_THEORY
     lines = []
     if jacobian:
         lines.append("J = diag(p) − ppᵀ is symmetric positive semi-definite with rows summing "
@@ -533,9 +605,16 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
                      "its average over the n query rows and se = sd(trial averages)/√trials; "
                      "the score law is checked at two fixed positions per trial (exact se of "
                      "a sample variance, exact fourth moment).")
+        lines.extend(rule_lines(spec))
     else:
         lines.append("Each trial is one row of n iid scores: se = sd/√trials. Every s reuses "
                      "the same standard normal draws (common random numbers).")
+        if not jacobian:
+            lines.append("Random-energy model: above s_c = √(2 ln n) the largest weights of n "
+                         "iid N(0, s²) scores condense; as n → ∞ E[Σp²] → 1 − s_c/s there "
+                         "(Poisson–Dirichlet with parameter s_c/s) and → 0 below. "
+                         "rem_participation is that limit; rem_gap = measured − limit shows "
+                         "the slow (≈ ln ln n/√ln n) finite-n correction.")
     if jacobian:
         lines.append(f"median ‖J‖_F: mean of the medians of {BATCHES} fixed batches of trials; "
                      f"se = sd(batch medians)/√{BATCHES} (batch means).")

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
+from sdpa_cli.numerics.keys import rem_participation
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
@@ -42,13 +43,25 @@ GAUSSIAN_COLUMNS = (
     Column("mean_max_prob", "mean max weight"),
     Column("mean_entropy", "mean entropy"),
     Column("entropy_small_s", "ln n − (n−1)s²/2n"),
+    Column("mean_participation", "mean Σp²"),
+    Column("rem_participation", "REM 1 − s_c/s"),
     Column("saturated_fraction", "saturated"),
 )
 
 STATS = {"mean_max_prob": "max_prob", "mean_entropy": "entropy",
-         "saturated_fraction": "saturated"}
+         "saturated_fraction": "saturated", "mean_participation": "participation"}
 _MC = tuple(f for name in STATS for f in (name, f"{name}_se"))
+LEADING_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("gap", "score gap"),
+    Column("max_prob", "max weight"),
+    Column("entropy", "entropy"),
+    Column("entropy_ratio", "entropy/ln n", "f2"),
+    Column("frobenius", "‖J‖_F"),
+)
 FIELDS = {
+    "leading": shared.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
                  "entropy", "effective_keys"),
     "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
@@ -57,7 +70,7 @@ FIELDS = {
                 "theory_score_var", "score_var_se", "score_var_z", "self_score_mean",
                 "theory_self_score_mean", "self_score_mean_z"),
     "gaussian": ("keys", "score_std", "trials", *_MC, "threshold", "ln_n", "freezing_std",
-                 "s_over_freezing", "entropy_small_s"),
+                 "s_over_freezing", "entropy_small_s", "rem_participation", "rem_gap"),
 }
 
 
@@ -74,7 +87,12 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     checks: list[Check] = []
     figures: list[Figure] = []
     notes: list[str] = []
-    if source == "explicit":
+    if source == "leading":
+        rows = shared.leading_rows(spec)
+        columns = LEADING_COLUMNS
+        figures.append(shared.leading_figure(spec, rows))
+        title = "Leading key among n − 1 ties, versus n (exact)"
+    elif source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
         figures.append(_weights_figure(spec, rows))
@@ -280,7 +298,11 @@ def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
         cell = shared.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
                                     ctx=ctx)
         for s, measured in zip(stds, cell.measured, strict=True):
-            rows.append(shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True))
+            row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True)
+            # the random-energy model's large-n E[Σp²], and how far this finite n is from it
+            row["rem_participation"] = rem_participation(n, s)
+            row["rem_gap"] = finite(row["mean_participation"] - row["rem_participation"])
+            rows.append(row)
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
     return rows, checks, [_vs_std_figure(spec, rows)]
 
