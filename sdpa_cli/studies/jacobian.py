@@ -62,6 +62,17 @@ STATS = {"mean_frobenius": "frobenius", "mean_max_abs_jacobian": "max_abs",
          "mean_entropy": "entropy", "mean_max_prob": "max_prob"}
 _MC = (*(f for name in STATS for f in (name, f"{name}_se")), "median_frobenius",
        "median_frobenius_se")
+SLOPE_QUANTITIES = ("score_std", "self_score_mean", "mean_frobenius")
+SLOPE_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("quantity", "quantity", "text"),
+    Column("slope", "slope vs d"),
+    Column("slope_se", "se"),
+    Column("finite_d_theory_slope", "theory (these d)"),
+    Column("theory_slope", "theory (d → ∞)"),
+    Column("agrees", "within k·se", "text"),
+)
 LEADING_COLUMNS = (
     Column("keys", "n", "int"),
     Column("scaling", "scaling", "text"),
@@ -112,6 +123,12 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         title = "Softmax Jacobian of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures = _vector_run(spec, ctx)
+        if len(spec.dim_list) >= 3:
+            slopes, slope_checks = shared.slope_table(spec, rows, SLOPE_QUANTITIES,
+                                                      spec.se_tolerance)
+            tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
+                                SLOPE_COLUMNS, tuple(slopes)))
+            checks.extend(slope_checks)
         columns = VECTOR_COLUMNS
         title = "Softmax Jacobian versus d_k, by scaling rule"
         if spec.mask == "causal":

@@ -18,6 +18,7 @@ from sdpa_cli.numerics.moments import Moments
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.numerics.slopes import fit_slope, theory_slope
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
@@ -537,6 +538,82 @@ def lookup(rows: list[dict[str, Any]]):
                 else None), se
 
     return find
+
+
+# --- coordinate-check slopes over d -------------------------------------------------------
+
+SLOPE_FIELDS = ("keys", "scaling", "quantity", "slope", "slope_se", "method", "theory_slope",
+                "finite_d_theory_slope", "agrees")
+
+
+def _q(r: Mapping[str, Any], name: str) -> tuple[float | None, float | None, float | None]:
+    """(value, se, exact theory value) of a headline quantity in one source-2 row."""
+    if name == "score_std":
+        var, se, th = r["score_var"], r["score_var_se"], r["theory_score_var"]
+        if not var or var <= 0:
+            return None, None, None
+        exact = th if r.get("score_var_z") is not None else None
+        return (math.sqrt(var), se / (2 * math.sqrt(var)) if se else None,
+                math.sqrt(exact) if exact else None)
+    if name == "self_score_mean":
+        th = r["theory_self_score_mean"] if r.get("self_score_mean_z") is not None else None
+        return r["self_score_mean"], None, th
+    if name == "one_minus_max":
+        return 1.0 - r["mean_max_prob"], r["mean_max_prob_se"], None
+    if name == "entropy_deficit":
+        return r["ln_n"] - r["mean_entropy"], r["mean_entropy_se"], None
+    return r.get(name), r.get(f"{name}_se"), None
+
+
+def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: Sequence[str],
+                k: float) -> tuple[list[dict[str, Any]], list[Check]]:
+    """Log-log slope of each headline quantity against d, per n and rule, with its se; the
+    check compares the finite-d theory slope (the same fit through exact theory values at
+    the same d) where the theory is exact, and reports the large-d slope beside it."""
+    out, checks = [], []
+    for n in spec.key_list:
+        for rule in spec.scalings:
+            pts = sorted((r for r in rows if r["keys"] == n and r["scaling"] == rule.label),
+                         key=lambda r: r["dim"])
+            for name in quantities:
+                if name == "self_score_mean" and spec.correlation == 0:
+                    continue
+                vals = [_q(r, name) for r in pts]
+                dims = [r["dim"] for r in pts]
+                y = [v[0] if v[0] is not None else math.nan for v in vals]
+                se = [v[1] if v[1] is not None else math.nan for v in vals]
+                use_se = all(e and e > 0 and math.isfinite(e) for e in se)
+                try:
+                    fit = fit_slope(dims, y, se if use_se else None)
+                except ValueError:
+                    continue
+                coupling = "aligned" if name == "self_score_mean" else "independent"
+                asym = theory_slope(rule, "score_std" if name in ("score_std",
+                                    "self_score_mean") else name, coupling)
+                if name not in ("score_std", "self_score_mean") and (
+                        spec.correlation != 0 or spec.mask != "none" or spec.mean != 0):
+                    asym = None  # the table's weight slopes assume centred independent rows
+                finite_th = None
+                if all(v[2] is not None and v[2] > 0 for v in vals):
+                    th = [float(v[2]) for v in vals]  # type: ignore[arg-type]
+                    # the same weights as the measured fit, so both slopes average alike
+                    th_se = [t * e / m for t, e, m in zip(th, se, y, strict=True)] \
+                        if use_se else None
+                    finite_th = fit_slope(dims, th, th_se).slope
+                agrees = fit.agrees(finite_th, k) if finite_th is not None else None
+                out.append({"keys": n, "scaling": rule.label, "quantity": name,
+                            "slope": finite(fit.slope), "slope_se": finite(fit.se),
+                            "method": fit.method, "theory_slope": asym,
+                            "finite_d_theory_slope": finite(finite_th) if finite_th is not None
+                            else None, "agrees": agrees})
+                if agrees is not None:
+                    checks.append(Check(
+                        f"n={n} {rule.label} {name} slope", bool(agrees),
+                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
+                        f"these d (large-d {asym:+g}); pass: within {k:g} se"
+                        if asym is not None else
+                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f}"))
+    return out, checks
 
 
 # --- theory lines ----------------------------------------------------------------------------

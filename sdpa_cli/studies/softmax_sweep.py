@@ -51,6 +51,17 @@ GAUSSIAN_COLUMNS = (
 STATS = {"mean_max_prob": "max_prob", "mean_entropy": "entropy",
          "saturated_fraction": "saturated", "mean_participation": "participation"}
 _MC = tuple(f for name in STATS for f in (name, f"{name}_se"))
+SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
+SLOPE_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("quantity", "quantity", "text"),
+    Column("slope", "slope vs d"),
+    Column("slope_se", "se"),
+    Column("finite_d_theory_slope", "theory (these d)"),
+    Column("theory_slope", "theory (d → ∞)"),
+    Column("agrees", "within k·se", "text"),
+)
 LEADING_COLUMNS = (
     Column("keys", "n", "int"),
     Column("scaling", "scaling", "text"),
@@ -87,6 +98,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     checks: list[Check] = []
     figures: list[Figure] = []
     notes: list[str] = []
+    tables: list[Table] = []
     if source == "leading":
         rows = shared.leading_rows(spec)
         columns = LEADING_COLUMNS
@@ -99,6 +111,12 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)
+        if len(spec.dim_list) >= 3:
+            slopes, slope_checks = shared.slope_table(spec, rows, SLOPE_QUANTITIES,
+                                                      spec.se_tolerance)
+            tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
+                                SLOPE_COLUMNS, tuple(slopes)))
+            checks.extend(slope_checks)
         columns = _vector_columns(spec, rows)
         title = "Softmax saturation versus d_k, by scaling rule"
     else:
@@ -108,7 +126,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     return assemble(spec, study="softmax-sweep", title=title,
                     table=Table("softmax", title, columns, tuple(rows)), checks=checks,
                     lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=False),
-                    notes=notes, figures=figures)
+                    notes=notes, figures=figures, tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------
