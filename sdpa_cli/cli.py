@@ -118,7 +118,7 @@ SATURATION_FLAGS = {
     "d_model": "--d-model", "heads": "--heads", "score_stds": "--score-stds", "keys": "--keys",
     "trials": "--trials", "scalings": "--scalings", "distribution": "--distribution",
     "mean": "--mean", "std": "--std", "correlation": "--correlation", "mask": "--mask",
-    "se_tolerance": "--se-tolerance", "margin": "--margin",
+    "se_tolerance": "--se-tolerance", "margin": "--margin", "additive": "--additive",
 }
 SOFTMAX_SWEEP_FLAGS = {**SATURATION_FLAGS, "threshold": "--threshold"}
 JACOBIAN_FLAGS = {**SATURATION_FLAGS, "mark_dims": "--mark-dims"}
@@ -155,6 +155,8 @@ def saturation_options(f):
         value_option("--correlation", metavar="R",
                      help="Source 2: corr(q_i, k_i) of a query and its own key (default 0)."),
         value_option("--mask", metavar="M", help="Source 2: none (default) | causal."),
+        value_option("--additive", metavar="H",
+                     help="Source 2: also additive scores vᵀtanh(W₁q + W₂k), hidden width H."),
         value_option("--se-tolerance", metavar="K",
                      help="Score-law checks pass when |z| ≤ K (default 4)."),
     ]

@@ -50,7 +50,7 @@ def additive_score_var_limit() -> float:
     return softcap_moments(math.sqrt(2.0), 1.0)[1]
 
 
-def additive_score_var(d: int, points: int = 64) -> float:
+def additive_score_var(d: int, points: int = 20) -> float:
     """Exact Var(e) for Gaussian q, k at dimension d (any h): mean 0 because v is symmetric;
     given R = |q|² + |k|² ~ χ²(2d), each coordinate of W₁q + W₂k is N(0, R/d), so
     Var(e) = h·(1/h)·E_R[E tanh²(√(R/d)·Z)], the outer mean by Gauss–Legendre over R.
@@ -59,7 +59,7 @@ def additive_score_var(d: int, points: int = 64) -> float:
     mean, sd = float(dof), math.sqrt(2.0 * dof)
     lo, hi = max(0.0, mean - 14 * sd), mean + 14 * sd
     nodes, weights = np.polynomial.legendre.leggauss(points)
-    edges = np.linspace(lo, hi, 33)
+    edges = np.linspace(lo, hi, 17)
     total = 0.0
     for a, b in itertools.pairwise(edges):
         r = 0.5 * (b - a) * nodes + 0.5 * (a + b)

@@ -49,6 +49,7 @@ _ONLY = {
     "std": ("vectors",),
     "correlation": ("vectors",),
     "mask": ("vectors",),
+    "additive": ("vectors",),
     "se_tolerance": ("vectors", "gaussian"),
     "mark_dims": ("gaussian",),
 }
@@ -88,6 +89,8 @@ class SaturationFields(VectorLawFields):
     dims: list[PosInt] | None = Field(None, min_length=1)  # d_k values
     scalings: list[ScalingField] = scalings("none", "sqrt")  # applied to the same draws
     mask: Literal["none", "causal"] = "none"  # causal: query i sees keys 0…i
+    # hidden width h of additive (Bahdanau) scores vᵀtanh(W₁q + W₂k), drawn beside the rules
+    additive: PosInt | None = None
     # source 3: random Gaussian scores
     score_stds: list[PosFloat] | None = Field(None, min_length=1)  # s of the N(0, s²) scores
     # source 4: the leading-key family, exact: one key leads the n − 1 others by margin (q·k)
@@ -204,8 +207,13 @@ class SaturationFields(VectorLawFields):
                 raise SpecFieldError(("keys", i), f"random queries and keys hold an n × n "
                                      f"score matrix; n may be at most {MAX_SEQUENCE}")
         n_rules = len(self.scalings)
-        work = sum(self.trials * (2 * n * d + n * n * (1 + n_rules))
+        h = self.additive or 0
+        work = sum(self.trials * (2 * n * d + n * n * (1 + n_rules) + (h * (d + 2 * n)
+                                                                         if h else 0))
                    for d in self.dim_list for n in self.key_list)
+        if self.additive is not None and self.mask != "none":
+            raise SpecFieldError(("additive",), "additive scores are drawn one query per "
+                                 "trial: mask: causal does not apply")
         self._work_guard(work)
 
     def _leading_rules(self) -> None:

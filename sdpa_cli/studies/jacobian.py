@@ -212,6 +212,16 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext):
                 cell_rows.append(row)
             rows.extend(cell_rows)
             checks.extend(shared.cell_checks(spec, d, n, cell_rows, spec.se_tolerance))
+            if spec.additive:
+                add = shared.additive_cell(spec, law, d, n, (i, j), threshold=None,
+                                           jacobian=True, ctx=ctx)
+                row = shared.additive_row(spec, law, d, n, add, STATS, sweep=False)
+                row.update(_median(add.measured[0]))
+                row["frobenius_uniform"] = sat.uniform_frobenius(n)
+                rows.append(row)
+                if row["theory_score_var"] is not None:
+                    checks.append(shared.score_check(f"d={d} n={n} additive", row,
+                                                     spec.se_tolerance))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 
@@ -225,10 +235,10 @@ def _median(measured: shared.Measured) -> dict[str, Any]:
 def _vs_dim_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
     curves = []
     for n in spec.key_list:
-        for s in spec.scalings:
-            pts = [r for r in rows if r["keys"] == n and r["scaling"] == s.label]
+        for label, formula in shared.curve_labels(spec):
+            pts = [r for r in rows if r["keys"] == n and r["scaling"] == label]
             curves.append({
-                "keys": n, "scaling": s.label, "formula": s.formula,
+                "keys": n, "scaling": label, "formula": formula,
                 "dims": [r["dim"] for r in pts],
                 "mean_frobenius": [r["mean_frobenius"] for r in pts],
                 "mean_frobenius_se": [r["mean_frobenius_se"] for r in pts],

@@ -12,6 +12,8 @@ import numpy as np
 from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
+from sdpa_cli.numerics.additive import INIT as ADDITIVE_INIT
+from sdpa_cli.numerics.additive import additive_blocks, additive_score_var, additive_scores
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.moments import Moments
@@ -274,6 +276,59 @@ def vector_cell(
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
 
 
+def additive_cell(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tuple[int, ...],
+                  *, threshold: float | None, jacobian: bool, ctx: RunContext) -> Cell:
+    """Rows of n additive scores, one query with fresh weights per trial (independent rows)."""
+    h = spec.additive
+    assert h is not None
+    trials = spec.trials
+    per, blocks = additive_blocks(n, d, h, trials)
+
+    def work(b: int) -> tuple:
+        rng = block_generator(spec.seed or 0, (*key, 7, b))
+        e = additive_scores(rng, min(per, trials - b * per), n, d, h, law.kind)
+        st = sat.row_stats(e, 1.0, threshold=threshold, jacobian=jacobian)
+        return [(st, st["frobenius"][:, None] if jacobian else None)], {"additive": e[:, 0]}, None
+
+    fold = _Fold(1, trials, medians=jacobian)
+    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
+
+
+def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:
+    """(row label, formula) of every curve over d: the rules, then the additive source."""
+    out = [(s.label, s.formula) for s in spec.scalings]
+    if spec.additive:
+        out.append((f"additive:{spec.additive}", "vᵀtanh(W₁q + W₂k)"))
+    return out
+
+
+def additive_row(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cell,
+                 stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
+    """The additive score source's row, beside the rules' rows of the same (d, n)."""
+    probe = cell.probes["additive"]
+    t = probe.n
+    var = probe.variance
+    theory_var = additive_score_var(d) if law.kind == "normal" and law.m == 0 else None
+    se = math.sqrt(max(0.0, probe.m4 / t - var * var) / t) if t > 1 else math.nan
+    row: dict[str, Any] = {
+        "dim": d, "keys": n, "scaling": f"additive:{spec.additive}", "factor": None,
+        "trials": cell.trials,
+        "implied_score_std": finite(math.sqrt(theory_var if theory_var else var)),
+        "implied_self_score_mean": None,
+    }
+    row.update(stat_fields(cell.measured[0], stats))
+    if sweep:
+        row["threshold"] = spec.threshold
+        row["limit_max_prob"] = None
+    row.update(freezing_fields(n, row["implied_score_std"], False))
+    row.update({"score_var": finite(var), "theory_score_var": finite(theory_var)
+                if theory_var else None, "score_var_se": finite(se),
+                "score_var_z": finite(_z(var, theory_var, se)) if theory_var else None,
+                "self_score_mean": None, "theory_self_score_mean": None,
+                "self_score_mean_z": None})
+    return row
+
+
 def variants_for(spec: SaturationFields, d: int, unit: float, n: int) -> list[Variant]:
     return [variant(s, d, unit, n) for s in spec.scalings]
 
@@ -511,8 +566,10 @@ def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
     if source == "explicit":
         return [explicit_key(spec, m) for m in multipliers(spec)]
     if source == "vectors":
-        return [{"dim": d, "keys": n, "scaling": s.label}
-                for d in spec.dim_list for n in spec.key_list for s in spec.scalings]
+        labels = [s.label for s in spec.scalings] + (
+            [f"additive:{spec.additive}"] if spec.additive else [])
+        return [{"dim": d, "keys": n, "scaling": label}
+                for d in spec.dim_list for n in spec.key_list for label in labels]
     if source == "leading":
         return [{"keys": n, "scaling": s.label} for s in spec.scalings for n in spec.key_list]
     return [{"keys": n, "score_std": s} for n in spec.key_list for s in spec.score_stds or []]
@@ -571,9 +628,12 @@ def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: 
     check compares the finite-d theory slope (the same fit through exact theory values at
     the same d) where the theory is exact, and reports the large-d slope beside it."""
     out, checks = [], []
+    rules: list[tuple[str, Scaling | None]] = [(r.label, r) for r in spec.scalings]
+    if spec.additive:
+        rules.append((f"additive:{spec.additive}", None))
     for n in spec.key_list:
-        for rule in spec.scalings:
-            pts = sorted((r for r in rows if r["keys"] == n and r["scaling"] == rule.label),
+        for label, rule in rules:
+            pts = sorted((r for r in rows if r["keys"] == n and r["scaling"] == label),
                          key=lambda r: r["dim"])
             for name in quantities:
                 if name == "self_score_mean" and spec.correlation == 0:
@@ -588,8 +648,10 @@ def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: 
                 except ValueError:
                     continue
                 coupling = "aligned" if name == "self_score_mean" else "independent"
-                asym = theory_slope(rule, "score_std" if name in ("score_std",
-                                    "self_score_mean") else name, coupling)
+                quantity = {"self_score_mean": "score_std",
+                            "mean_frobenius": "frobenius"}.get(name, name)
+                # additive scores: Var(e) tends to a constant, so their law is d-free
+                asym = theory_slope(rule, quantity, coupling) if rule is not None else 0.0
                 if name not in ("score_std", "self_score_mean") and (
                         spec.correlation != 0 or spec.mask != "none" or spec.mean != 0):
                     asym = None  # the table's weight slopes assume centred independent rows
@@ -601,14 +663,14 @@ def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: 
                         if use_se else None
                     finite_th = fit_slope(dims, th, th_se).slope
                 agrees = fit.agrees(finite_th, k) if finite_th is not None else None
-                out.append({"keys": n, "scaling": rule.label, "quantity": name,
+                out.append({"keys": n, "scaling": label, "quantity": name,
                             "slope": finite(fit.slope), "slope_se": finite(fit.se),
                             "method": fit.method, "theory_slope": asym,
                             "finite_d_theory_slope": finite(finite_th) if finite_th is not None
                             else None, "agrees": agrees})
                 if agrees is not None:
                     checks.append(Check(
-                        f"n={n} {rule.label} {name} slope", bool(agrees),
+                        f"n={n} {label} {name} slope", bool(agrees),
                         f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
                         f"these d (large-d {asym:+g}); pass: within {k:g} se"
                         if asym is not None else
@@ -636,6 +698,13 @@ def rule_lines(spec: SaturationFields) -> list[str]:
         lines.append("logn:S multiplies q·k by S·ln n (n = keys), so the score spread at n "
                      "keys is S·ln n·√Var(q·k): it grows with n as the largest of n scores "
                      "does (√(2 ln n)), which keeps the top weight from fading.")
+    if spec.additive:
+        lines.append(f"additive:{spec.additive}: e = vᵀtanh(W₁q + W₂k), {ADDITIVE_INIT}; "
+                     "keys independent of the query. Given R = |q|² + |k|² each coordinate "
+                     "of W₁q + W₂k is N(0, R/d), so Var(e) = E_R[E tanh²(√(R/d)Z)] (exact for "
+                     "Gaussian q, k, any h), rising to E[tanh²(√2 Z)] ≈ 0.520 as d → ∞: "
+                     "no 1/√d is needed. Within a row the scores share q: no closed form is "
+                     "given for their covariance.")
     if any(s.power == 1.0 and s.temperature != 1.0 for s in spec.scalings):
         lines.append("μP (mup = 8/d, linear:C = C/d): score std C·σ²/√d for independent q, k "
                      "(8/d equals 1/√d at d = 64); for aligned q, k the score tends to C·ρσ².")

@@ -198,6 +198,13 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
                 cell_rows.append(row)
             rows.extend(cell_rows)
             checks.extend(shared.cell_checks(spec, d, n, cell_rows, k))
+            if spec.additive:
+                add = shared.additive_cell(spec, law, d, n, (i, j), threshold=spec.threshold,
+                                           jacobian=False, ctx=ctx)
+                row = shared.additive_row(spec, law, d, n, add, STATS, sweep=True)
+                rows.append(row)
+                if row["theory_score_var"] is not None:
+                    checks.append(shared.score_check(f"d={d} n={n} additive", row, k))
             if want_picture:
                 picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
@@ -225,10 +232,10 @@ def _vector_columns(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> tuple
 def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
     curves = []
     for n in spec.key_list:
-        for s in spec.scalings:
-            pts = [r for r in rows if r["keys"] == n and r["scaling"] == s.label]
+        for label, formula in shared.curve_labels(spec):
+            pts = [r for r in rows if r["keys"] == n and r["scaling"] == label]
             curves.append({
-                "keys": n, "scaling": s.label, "formula": s.formula,
+                "keys": n, "scaling": label, "formula": formula,
                 "dims": [r["dim"] for r in pts],
                 "mean_max_prob": [r["mean_max_prob"] for r in pts],
                 "mean_max_prob_se": [r["mean_max_prob_se"] for r in pts],
