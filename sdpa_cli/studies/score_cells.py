@@ -324,7 +324,8 @@ def additive_row(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cel
     row.update({"score_var": finite(var), "theory_score_var": finite(theory_var)
                 if theory_var else None, "score_var_se": finite(se),
                 "score_var_z": finite(_z(var, theory_var, se)) if theory_var else None,
-                "self_score_mean": None, "theory_self_score_mean": None,
+                "self_score_mean": None, "self_score_mean_se": None,
+                "theory_self_score_mean": None,
                 "self_score_mean_z": None})
     return row
 
@@ -403,6 +404,7 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
         "score_var_se": None,
         "score_var_z": None,
         "self_score_mean": finite(c * diag.mean),
+        "self_score_mean_se": finite(abs(c) * math.sqrt(diag.variance / t)) if t > 1 else None,
         "theory_self_score_mean": None,
         "self_score_mean_z": None,
     }
@@ -462,6 +464,7 @@ def rule_score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell:
         "score_var_se": finite(se),
         "score_var_z": finite(_z(var, pair[1], se)) if pair and exact else None,
         "self_score_mean": finite(diag.mean),
+        "self_score_mean_se": finite(math.sqrt(diag.variance / t)) if t > 1 else None,
         "theory_self_score_mean": finite(self_pair[0]) if self_pair else None,
         "self_score_mean_z": finite(_z(diag.mean, self_pair[0],
                                        math.sqrt(diag.variance / t)))
@@ -614,7 +617,7 @@ def _q(r: Mapping[str, Any], name: str) -> tuple[float | None, float | None, flo
                 math.sqrt(exact) if exact else None)
     if name == "self_score_mean":
         th = r["theory_self_score_mean"] if r.get("self_score_mean_z") is not None else None
-        return r["self_score_mean"], None, th
+        return r["self_score_mean"], r.get("self_score_mean_se"), th
     if name == "one_minus_max":
         return 1.0 - r["mean_max_prob"], r["mean_max_prob_se"], None
     if name == "entropy_deficit":

@@ -79,7 +79,7 @@ FIELDS = {
                 "implied_self_score_mean", *_MC, "threshold", "limit_max_prob", "ln_n",
                 "freezing_std", "s_over_freezing", "entropy_small_s", "score_var",
                 "theory_score_var", "score_var_se", "score_var_z", "self_score_mean",
-                "theory_self_score_mean", "self_score_mean_z"),
+                "self_score_mean_se", "theory_self_score_mean", "self_score_mean_z"),
     "gaussian": ("keys", "score_std", "trials", *_MC, "threshold", "ln_n", "freezing_std",
                  "s_over_freezing", "entropy_small_s", "rem_participation", "rem_gap"),
 }
