@@ -25,7 +25,10 @@ def run_study(
     settings: report.Settings,
     argv: list[str] | None = None,
 ) -> int:
-    """Load and validate everything first (exit 2 before any work), then run and report."""
+    """Load and validate everything first (exit 2 before any work), then run and report.
+    A bare word for spec_path names a shipped (or local) spec of this study."""
+    if spec_path is not None and is_example_name(str(spec_path)) and not spec_path.exists():
+        spec_path = find_spec(study, str(spec_path))
     resolved = spec.load(spec_path, study=study, overrides=overrides, flags=flags,
                          default_name=study)
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
@@ -46,35 +49,45 @@ def run_study(
 WORKED = "worked-example"
 
 
-def example_specs() -> list[Path]:
-    """Every worked example a NAME can reach, in lookup order: `experiments/worked-example/`
-    of the current folder first, then the shipped ones (a local file shadows a shipped one)."""
+def named_specs(study: str) -> list[Path]:
+    """Every spec of `study` a NAME can reach, in lookup order: `experiments/<study>/` of the
+    current folder first, then the shipped ones (a local file shadows a shipped one)."""
     found: dict[str, Path] = {}
     for root in (paths.default_experiments(), paths.shipped_experiments()):
-        folder = root / WORKED if root is not None else None
+        folder = root / study if root is not None else None
         if folder is not None and folder.is_dir():
             for path in paths.spec_files(folder):
                 found.setdefault(path.stem, path)
     return list(found.values())
 
 
+def example_specs() -> list[Path]:
+    return named_specs(WORKED)
+
+
 def is_example_name(target: str) -> bool:
-    """A bare word such as `money-bank-grows` names an example; anything with a folder part
+    """A bare word such as `money-bank-grows` names a spec; anything with a folder part
     or a .yaml/.yml suffix is a spec file."""
     return "/" not in target and os.sep not in target and \
         not target.endswith((".yaml", ".yml"))
 
 
-def find_example(name: str) -> Path:
-    """The spec file of a named example, or exit 2 with a did-you-mean."""
-    specs = {p.stem: p for p in example_specs()}
+def find_spec(study: str, name: str) -> Path:
+    """The spec file of a named spec of `study`, or exit 2 with a did-you-mean."""
+    specs = {p.stem: p for p in named_specs(study)}
     if name in specs:
         return specs[name]
     close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
+    known = ("`sdpa worked-example --list` shows them" if study == WORKED
+             else f"names: {', '.join(sorted(specs))}" if specs else "none is shipped")
     raise InputError(Problem(
-        f"worked-example: no example named {name!r}{hint}; `sdpa worked-example --list` shows "
-        f"them (a spec file is given by its path, e.g. ./{name}.yaml)"))
+        f"{study}: no spec named {name!r}{hint}; {known} (a spec file is given by its path, "
+        f"e.g. ./{name}.yaml)"))
+
+
+def find_example(name: str) -> Path:
+    return find_spec(WORKED, name)
 
 
 def _listed(path: Path) -> report_examples.Listed:

@@ -139,6 +139,13 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
         batch_report.show_summary(outcomes, settings.root, check=settings.check)
+    else:  # -q silences progress and summary, never a failure: one line per failed spec
+        for o in outcomes:
+            if o.status == "error":
+                print(f"sdpa: {o.planned.file}: error: {o.error}", file=sys.stderr)
+            elif o.status == "failed" and o.result is not None:
+                bad = [c.name for c in o.result.checks if not c.passed]
+                print(f"sdpa: {o.planned.file}: FAIL {', '.join(bad)}", file=sys.stderr)
     return tally.exit_code
 
 

@@ -13,10 +13,12 @@ import click
 from sdpa_cli import __version__
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError
 from sdpa_cli.options import (
-    DPI_OPTION,
+    SETTINGS,
     StudyCommand,
+    batch_options,
     common_options,
     list_option,
+    spec_overrides,
     value_option,
 )
 
@@ -24,42 +26,24 @@ SPEC_ARG = click.argument("spec_path", metavar="[SPEC]", required=False,
                           type=click.Path(dir_okay=True, path_type=Path))
 
 
-def _settings(out: str | None, fmt: str, no_plots: bool, svg: bool, check: bool, quiet: bool,
-              workers: int, dpi: int | None = None):
+def _settings(ctx: click.Context, **extra: Any) -> Any:
+    """report.Settings from the shared flags this command declares (options.SETTINGS)."""
     from sdpa_cli.report import Settings
 
-    return Settings(out=Path(out) if out else None, fmt=fmt, plots=not no_plots, svg=svg,
-                    check=check, quiet=quiet, workers=workers, dpi=dpi)
+    given = {k: ctx.params[k] for k in SETTINGS if k in ctx.params}
+    out = given.pop("out", None)
+    no_plots = given.pop("no_plots", False)
+    given = {k: v for k, v in given.items() if v is not None}
+    return Settings(out=Path(out) if out else None, plots=not no_plots, **given, **extra)
 
 
-def _overrides(params: dict[str, Any], names: dict[str, str]) -> tuple[dict, dict]:
-    """Flag values given on the command line, typed like YAML, and the flag behind each."""
-    from sdpa_cli.spec.yamlio import scalar
-
-    overrides, flags = {}, {}
-    for field, flag in names.items():
-        value = params.get(field)
-        if value is None:
-            continue
-        overrides[field] = [scalar(v) for v in value] if isinstance(value, list) else \
-            scalar(value)
-        flags[field] = flag
-    return overrides, flags
-
-
-def _run(study: str, spec_path: Path | None, params: dict[str, Any], names: dict[str, str],
-         common: dict[str, Any]) -> int:
+def _run(study: str, spec_path: Path | None) -> int:
     from sdpa_cli import app
 
-    overrides, flags = _overrides(params, {**names, "seed": "--seed"})
+    ctx = click.get_current_context()
+    overrides, flags = spec_overrides(ctx)
     return app.run_study(study, spec_path, overrides=overrides, flags=flags,
-                         settings=_settings(**common))
-
-
-def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    common_keys = ("out", "fmt", "no_plots", "svg", "check", "quiet", "workers", "dpi")
-    common = {k: kwargs.pop(k) for k in common_keys}
-    return kwargs, common
+                         settings=_settings(ctx))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -74,15 +58,7 @@ def cli() -> None:
     """
 
 
-VARIANCE_FLAGS = {
-    "dims": "--dims", "pairs": "--pairs", "distribution": "--distribution", "mean": "--mean",
-    "std": "--std", "correlation": "--correlation", "scalings": "--scalings",
-    "method": "--method", "bins": "--bins", "se_tolerance": "--se-tolerance",
-    "d_model": "--d-model", "heads": "--heads",
-}
-
-
-@cli.command(cls=StudyCommand)
+@cli.command(cls=StudyCommand, short_help="Variance of q·k versus d, raw and scaled.")
 @SPEC_ARG
 @list_option("--dims", metavar="D [D ...]", help="Dimensions to sample (default 3 100 1000).")
 @value_option("--pairs", metavar="N", help="(q, k) pairs per dimension (default 1000).")
@@ -109,19 +85,7 @@ def variance(spec_path: Path | None, **kwargs: Any) -> int:
       sdpa variance --dims 16 64 256 512 1024 --pairs 10000 --format json
       sdpa variance experiments/variance/day74-dims.yaml --pairs 5000 --check
     """
-    params, common = _split(kwargs)
-    return _run("variance", spec_path, params, VARIANCE_FLAGS, common)
-
-
-SATURATION_FLAGS = {
-    "scores": "--scores", "scales": "--scales", "dim": "--dim", "dims": "--dims",
-    "d_model": "--d-model", "heads": "--heads", "score_stds": "--score-stds", "keys": "--keys",
-    "trials": "--trials", "scalings": "--scalings", "distribution": "--distribution",
-    "mean": "--mean", "std": "--std", "correlation": "--correlation", "mask": "--mask",
-    "se_tolerance": "--se-tolerance", "margin": "--margin", "additive": "--additive",
-}
-SOFTMAX_SWEEP_FLAGS = {**SATURATION_FLAGS, "threshold": "--threshold"}
-JACOBIAN_FLAGS = {**SATURATION_FLAGS, "mark_dims": "--mark-dims"}
+    return _run("variance", spec_path)
 
 
 def saturation_options(f):
@@ -165,7 +129,8 @@ def saturation_options(f):
     return f
 
 
-@cli.command("softmax-sweep", cls=StudyCommand)
+@cli.command("softmax-sweep", cls=StudyCommand,
+             short_help="Softmax weights and saturation as scores grow.")
 @SPEC_ARG
 @saturation_options
 @value_option("--threshold", metavar="T",
@@ -184,11 +149,11 @@ def softmax_sweep(spec_path: Path | None, **kwargs: Any) -> int:
       sdpa softmax-sweep --dims 16 64 256 1024 --keys 10 --scalings none sqrt
       sdpa softmax-sweep --score-stds 0.5 1 2 4 8 --keys 16 1024 --format json
     """
-    params, common = _split(kwargs)
-    return _run("softmax-sweep", spec_path, params, SOFTMAX_SWEEP_FLAGS, common)
+    return _run("softmax-sweep", spec_path)
 
 
-@cli.command("jacobian", cls=StudyCommand)
+@cli.command("jacobian", cls=StudyCommand,
+             short_help="Softmax Jacobian norms: where gradients vanish.")
 @SPEC_ARG
 @saturation_options
 @list_option("--mark-dims", metavar="D [D ...]",
@@ -206,29 +171,16 @@ def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
       sdpa jacobian --score-stds 0.25 0.5 1 2 4 8 16 --keys 16 128 1024 --trials 20000
       sdpa jacobian --dims 16 64 256 1024 --keys 10 --scalings none sqrt linear
     """
-    params, common = _split(kwargs)
-    return _run("jacobian", spec_path, params, JACOBIAN_FLAGS, common)
+    return _run("jacobian", spec_path)
 
 
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
 
 
-@cli.command("run")
+@cli.command("run", short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              metavar="DIR", help="Batch folder: one run folder per spec, index.md, report.html "
-                                  "(default: outputs/).")
-@click.option("--check", is_flag=True, help="Exit 1 when any spec's checks or audit fail.")
-@click.option("--fail-fast", is_flag=True, help="Stop at the first spec that fails.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="json: a summary of the batch on stdout.")
-@click.option("--no-plots", is_flag=True, help="Skip figures (the report has none either).")
-@click.option("--svg", is_flag=True, help="Also write each figure as SVG.")
-@DPI_OPTION
-@click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr.")
-@click.option("--workers", type=click.IntRange(1, 64), default=None, metavar="N",
-              help="Threads per experiment; results are identical for any value.")
+@batch_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
             dpi: int | None) -> int:
@@ -252,7 +204,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 
-@cli.command("validate")
+@cli.command("validate", short_help="Check specs without running anything.")
 @PATHS_ARG
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
 def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
@@ -268,7 +220,8 @@ def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
     return batch.run_validate(list(targets), quiet=quiet)
 
 
-@cli.command("worked-example", cls=StudyCommand)
+@cli.command("worked-example", cls=StudyCommand,
+             short_help="Replay the documents' examples; audit their numbers.")
 @click.argument("target", metavar="[NAME or SPEC]", required=False)
 @click.option("--list", "list_", is_flag=True,
               help="List the examples (name, description, source) on stdout.")
@@ -290,12 +243,12 @@ def worked_example(target: str | None, list_: bool, all_: bool, expand: bool,
     """
     from sdpa_cli import app
 
-    params, common = _split(kwargs)
-    # --expand only ever turns expansions on; without it the spec's `expand:` stands.
-    overrides, flags = _overrides({**params, "expand": "true" if expand else None},
-                                  {"expand": "--expand", "seed": "--seed"})
+    ctx = click.get_current_context()
+    overrides, flags = spec_overrides(ctx)
+    if expand:  # --expand only ever turns expansions on; without it the spec's `expand:` stands
+        overrides["expand"], flags["expand"] = True, "--expand"
     return app.worked_example(target, list_=list_, all_=all_, overrides=overrides,
-                              flags=flags, settings=_settings(**common))
+                              flags=flags, settings=_settings(ctx))
 
 
 class Terminated(BaseException):
@@ -323,6 +276,10 @@ def run(args: list[str]) -> int:
         result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
     except click.exceptions.Exit as e:
         return e.exit_code
+    except click.exceptions.NoArgsIsHelpError as e:  # bare `sdpa`: the help, laid out
+        if e.ctx is not None:
+            click.echo(e.ctx.get_help())
+        return 0
     except click.exceptions.Abort:
         click.echo("sdpa: interrupted", err=True)
         return EXIT_INTERRUPTED

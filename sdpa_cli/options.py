@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -80,44 +81,129 @@ class ListType(click.ParamType):
 LIST = ListType()
 
 
+class SpecOption(click.Option):
+    """A flag that sets the spec field of the same name (`--d-model` sets `d_model`): the
+    CLI's overrides and the flag named in an error message are read from these, so no list
+    restates what the decorators say."""
+
+
 def list_option(*names: str, help: str, metavar: str = "V [V ...]") -> Callable:
-    return click.option(*names, type=LIST, default=None, metavar=metavar, help=help)
+    return click.option(*names, cls=SpecOption, type=LIST, default=None, metavar=metavar,
+                        help=help)
 
 
 def value_option(*names: str, help: str, metavar: str = "X") -> Callable:
-    return click.option(*names, default=None, metavar=metavar, help=help)
+    return click.option(*names, cls=SpecOption, default=None, metavar=metavar, help=help)
+
+
+def flag_of(param: click.Parameter) -> str:
+    """The long spelling of an option (`--d-model`), as error messages name it."""
+    return max(param.opts, key=len)
+
+
+def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
+    """The spec fields given on the command line (typed like YAML values) and the flag
+    behind each, read from the command's own SpecOptions."""
+    from sdpa_cli.spec.yamlio import scalar
+
+    overrides: dict[str, Any] = {}
+    flags: dict[str, str] = {}
+    for param in ctx.command.params:
+        if not isinstance(param, SpecOption) or param.name is None:
+            continue
+        value = ctx.params.get(param.name)
+        if value is None:
+            continue
+        overrides[param.name] = ([scalar(v) for v in value] if isinstance(value, list)
+                                 else scalar(value))
+        flags[param.name] = flag_of(param)
+    return overrides, flags
 
 
 def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-DPI_OPTION = click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
-                          help="PNG resolution in pixels per inch (default 110, for screens; "
-                               "300 for print).")
+def _out(help: str = "Run folder to write (default: outputs/<name>).") -> Callable:
+    return click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+                        default=None,
+                        metavar="DIR", help=help)
+
+
+def _format(choices: tuple[str, ...] = ("table", "json", "csv", "markdown"),
+            help: str = "table: report on stderr only; json/csv/markdown: that document on "
+                        "stdout and nothing else there.") -> Callable:
+    return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table",
+                        show_default=True, help=help)
+
+
+def _no_plots(help: str = "Skip figures (matplotlib is not loaded).") -> Callable:
+    return click.option("--no-plots", is_flag=True, help=help)
+
+
+def _svg() -> Callable:
+    return click.option("--svg", is_flag=True, help="Also write each figure as SVG.")
+
+
+def _dpi() -> Callable:
+    return click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
+                        help="PNG resolution in pixels per inch (default 110, for screens; "
+                             "300 for print).")
+
+
+def _check(help: str = "Exit 1 when a check or an unaccepted audit finding fails.") -> Callable:
+    return click.option("--check", is_flag=True, help=help)
+
+
+def _quiet(help: str = "No table or progress; a failure still prints one line.") -> Callable:
+    return click.option("-q", "--quiet", is_flag=True, help=help)
+
+
+def _workers(default: Any = default_workers) -> Callable:
+    return click.option("--workers", type=click.IntRange(1, 64), default=default, metavar="N",
+                        show_default="CPU count, at most 8",
+                        help="Threads drawing blocks; results are identical for any value.")
+
+
+def _wide() -> Callable:
+    return click.option("--wide", is_flag=True,
+                        help="Show every table column, however wide the terminal.")
+
+
+def _explain() -> Callable:
+    return click.option("--explain", is_flag=True,
+                        help="Also print the theory's exact forms and their terms.")
+
+
+def _apply(f: Callable, decorators: list[Callable]) -> Callable:
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+# The settings every study command shares, by parameter name (report.Settings fields).
+SETTINGS = ("out", "fmt", "no_plots", "svg", "dpi", "check", "quiet", "workers", "wide",
+            "explain")
 
 
 def common_options(f: Callable) -> Callable:
     """Flags every study command shares: where and how results are shown, the threads used
     (never a number of the results), and the seed."""
-    decorators = [
-        click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-                     metavar="DIR", help="Run folder to write (default: outputs/<name>)."),
-        click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "markdown"]),
-                     default="table", show_default=True,
-                     help="table: report on stderr only; json/csv/markdown: that document on "
-                          "stdout and nothing else there."),
-        click.option("--no-plots", is_flag=True, help="Skip figures (matplotlib is not loaded)."),
-        click.option("--svg", is_flag=True, help="Also write each figure as SVG."),
-        DPI_OPTION,
-        click.option("--check", is_flag=True,
-                     help="Exit 1 when a check or an unaccepted audit finding fails."),
-        click.option("-q", "--quiet", is_flag=True, help="No report on stderr."),
-        click.option("--workers", type=click.IntRange(1, 64), default=default_workers,
-                     show_default="CPU count, at most 8",
-                     help="Threads drawing blocks; results are identical for any value."),
-        value_option("--seed", metavar="N", help="Seed entropy (recorded; default: fresh)."),
-    ]
-    for decorator in reversed(decorators):
-        f = decorator(f)
-    return f
+    return _apply(f, [_out(), _format(), _no_plots(), _svg(), _dpi(), _check(), _quiet(),
+                      _workers(), _wide(), _explain(),
+                      value_option("--seed", metavar="N",
+                                   help="Seed entropy (recorded; default: fresh).")])
+
+
+def batch_options(f: Callable) -> Callable:
+    """`sdpa run`'s flags: the same settings, said for a batch folder."""
+    return _apply(f, [
+        _out("Batch folder: one run folder per spec, index.md, report.html "
+             "(default: outputs/)."),
+        _check("Exit 1 when any spec's checks or audit fail."),
+        click.option("--fail-fast", is_flag=True, help="Stop at the first spec that fails."),
+        _format(("table", "json"), "json: a summary of the batch on stdout."),
+        _no_plots("Skip figures (the report has none either)."), _svg(), _dpi(),
+        _quiet("No progress or summary; a failure still prints one line."),
+        _workers(None),
+    ])

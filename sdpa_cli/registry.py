@@ -27,7 +27,6 @@ class Study:
     documented_problem: Callable[[Any, Documented], str | None]
     # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
     figures: Callable[[], Mapping[str, Renderer]]
-    row_types: tuple[type, ...] = ()  # the typed rows of its tables
 
 
 def _variance() -> Study:
@@ -79,7 +78,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 
 def _worked_example() -> Study:
     from sdpa_cli.spec.worked import WorkedExampleSpec
-    from sdpa_cli.studies import worked_example
+    from sdpa_cli.studies import worked as worked_example
 
     def run(spec: WorkedExampleSpec, ctx: RunContext) -> Result:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share

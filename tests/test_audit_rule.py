@@ -7,7 +7,7 @@ from conftest import write_spec
 
 from sdpa_cli import spec
 from sdpa_cli.spec.common import Documented, Printed
-from sdpa_cli.studies import worked_example
+from sdpa_cli.studies import worked as worked_example
 from sdpa_cli.studies.audit import audit_check, compare
 
 

@@ -138,7 +138,7 @@ def test_stale_acceptance_fails_the_check(sdpa, workdir):
 def test_expand_flag_and_spec_field(sdpa, workdir):
     path = notes(workdir)
     r = sdpa("worked-example", str(path), "--no-plots")
-    assert "--expand shows every entry" in r.err and "2×1 + 1×0 + 3×2 = 8" not in r.err
+    assert "with expand, every entry is shown" in r.err and "2×1 + 1×0 + 3×2 = 8" not in r.err
     r = sdpa("worked-example", str(path), "--no-plots", "--expand")
     assert "q_a·k_a = 2×1 + 1×0 + 3×2 = 8" in r.err
     assert "q_b·k_b = 1×2 + 0×1 + 1×0 = 2" in r.err

@@ -74,7 +74,7 @@ def test_zero_vectors_are_counted_not_divided_by():
     assert np.isfinite(stats.cosine.moments.variance)
 
 
-@pytest.mark.parametrize("d", [3, 1000, CHUNK + 5])
+@pytest.mark.parametrize("d", [3, 1000, pytest.param(CHUNK + 5, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("method", ["direct", "exact"])
 def test_identical_for_any_number_of_workers(d, method):
     n = {3: 200_000, 1000: 20_000}.get(d, 700)
@@ -115,6 +115,7 @@ def test_block_plan_bounds_buffer_size():
     assert plan_blocks(10**6, 5, "exact").rows == CHUNK
 
 
+@pytest.mark.slow
 def test_huge_dimension_is_split_into_column_chunks():
     d = 3 * CHUNK + 17
     mom, stats = _run(PairLaw("normal"), d, 300)

@@ -45,6 +45,7 @@ def test_a_million_dimensions(sdpa):
     assert all(c["passed"] for c in checks)
 
 
+@pytest.mark.slow
 def test_a_hundred_million_pairs_with_the_exact_method(sdpa):
     rows, checks = _rows(sdpa, "variance", "--dims", "1024", "--pairs", "100000000",
                          "--method", "exact", "--scalings", "sqrt")

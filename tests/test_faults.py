@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 SLOW_TO_DRAW = ["--dims", *[str(d) for d in range(2, 42)], "--pairs", "300", "--bins", "200"]
-SLOW_TO_COMPUTE = ["--dims", "4096", "--pairs", "3000000", "--no-plots"]
+SLOW_TO_COMPUTE = ["--dims", "4096", "--pairs", "3000000", "--no-plots", "--workers", "2"]
 
 
 def _sdpa(cwd: Path, *args: str, **kw) -> subprocess.Popen:
@@ -61,6 +61,26 @@ def _wait_for_temp(tmp_path: Path, proc: subprocess.Popen, timeout: float = 60) 
     raise AssertionError("no temporary run folder appeared")
 
 
+def _wait_for_compute(proc: subprocess.Popen) -> None:
+    """Readiness: the engine's block threads exist (--workers 2), so the run is computing.
+    A signal sent before that would test start-up, not an interrupted computation."""
+    status = Path(f"/proc/{proc.pid}/status")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _finish(proc)
+            raise AssertionError("the run ended before it started computing")
+        try:
+            threads = next(int(line.split()[1]) for line in status.read_text().splitlines()
+                           if line.startswith("Threads:"))
+        except (OSError, StopIteration):
+            threads = 0
+        if threads > 1:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the run never started its block threads")
+
+
 def test_sigkill_while_writing_leaves_previous_folder_intact(tmp_path, previous):
     folder, before = previous
     proc = _sdpa(tmp_path, *SLOW_TO_DRAW, "--seed", "2", "--out", "run", "-q")
@@ -79,7 +99,7 @@ def test_sigkill_while_writing_leaves_previous_folder_intact(tmp_path, previous)
 def test_sigkill_while_computing_writes_nothing(tmp_path, previous):
     folder, before = previous
     proc = _sdpa(tmp_path, *SLOW_TO_COMPUTE, "--out", "run", "-q")
-    time.sleep(1.0)
+    _wait_for_compute(proc)
     proc.kill()
     _finish(proc)
     assert _snapshot(folder) == before
@@ -94,7 +114,7 @@ def test_ctrl_c_exits_130_and_removes_its_temporary_folder(tmp_path, previous, p
         _wait_for_temp(tmp_path, proc)
     else:
         proc = _sdpa(tmp_path, *SLOW_TO_COMPUTE, "--out", "run")
-        time.sleep(1.0)
+        _wait_for_compute(proc)
     proc.send_signal(signal.SIGINT)
     code, err = _finish(proc)
     assert code == 130

@@ -14,11 +14,11 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from sdpa_cli import spec as specs
 from sdpa_cli import registry
-from sdpa_cli.studies.context import SERIAL
+from sdpa_cli import spec as specs
 from sdpa_cli.report import figures
 from sdpa_cli.report.figures import style
+from sdpa_cli.studies.context import SERIAL
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*/*.yaml"))

@@ -56,6 +56,7 @@ def _peak_mb(args: list[str], cwd) -> float:
     return got["peak"]
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_in_pairs_and_dimension(tmp_path):
     base = ["variance", "--no-plots", "-q", "--seed", "1"]
     runs = {

@@ -51,8 +51,7 @@ q·k by dimension and scaling
 │ 1000 │ none    │   1057.3 │   1000 │   44.811 │ 1.28 │     1.0573 │
 │ 1000 │ sqrt    │   1.0573 │      1 │ 0.044811 │ 1.28 │     1.0573 │
 └──────┴─────────┴──────────┴────────┴──────────┴──────┴────────────┘
-  hidden at this width: mean, kurtosis, theory kurt. (--wide or table.md shows
-every column)
+not shown: mean, kurtosis, theory kurt. (see --wide, or table.md)
 """
 
 

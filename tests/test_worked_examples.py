@@ -15,7 +15,7 @@ import pytest
 from conftest import EXPERIMENTS
 
 from sdpa_cli import registry, spec
-from sdpa_cli.studies import worked_example
+from sdpa_cli.studies import worked as worked_example
 from sdpa_cli.studies.result import Result
 
 SHIPPED = ("money-bank-grows", "variance-10-to-70", "variance-by-dimension",

@@ -18,11 +18,6 @@ def project(e: np.ndarray, w: np.ndarray) -> np.ndarray:
     return e @ w
 
 
-def projection_terms(e: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """terms[i, j, t] = e[i, t]·w[t, j]: the products that sum to (E·W)[i, j]."""
-    return e[:, None, :] * w.T[None, :, :]
-
-
 def dot_terms(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """terms[i, j, t] = q[i, t]·k[j, t]: the products that sum to (QKᵀ)[i, j]."""
     return q[:, None, :] * k[None, :, :]

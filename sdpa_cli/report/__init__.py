@@ -29,6 +29,8 @@ class Settings:
     check: bool = False  # exit 1 when a check fails
     quiet: bool = False
     workers: int = 1
+    wide: bool = False  # every table column, whatever the terminal's width
+    explain: bool = False  # the theory's exact forms beside the plain words
 
 
 def context(settings: Settings) -> RunContext:
@@ -132,4 +134,9 @@ def emit(result: Result, settings: Settings, folder: Path | None) -> None:
     if not settings.quiet:
         from sdpa_cli.report import terminal
 
-        terminal.show(result, folder, check=settings.check)
+        terminal.show(result, folder, check=settings.check, wide=settings.wide,
+                      explain=settings.explain)
+    else:  # -q silences the report, never a failure: one line per failed check
+        for c in result.checks:
+            if not c.passed:
+                print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)

@@ -86,19 +86,23 @@ def show_table(con: Console, table: Table, *, wide: bool = False) -> None:
     else:
         con.print(rendered)
     if hidden:
-        con.print(Text(f"  hidden at this width: {', '.join(hidden)} (--wide or table.md "
-                       "shows every column)", style="dim"))
+        con.print(Text(f"not shown: {', '.join(hidden)} (see --wide, or table.md)",
+                       style="dim"))
 
 
 def show(result: Result, folder: Path | None, *, out: Console | None = None,
-         check: bool = False, wide: bool = False) -> None:
-    """The whole human report of one run."""
+         check: bool = False, wide: bool = False, explain: bool = False) -> None:
+    """The whole human report of one run: plain-language expectations (the exact theory
+    under --explain), panels, tables, what the data shows, checks, seed and files."""
     con = out or console()
     con.print(Text(result.title, style="bold"))
     if result.source:
         con.print(Text(f"source: {result.source}", style="dim"))
-    for line in result.theory:
-        con.print(Text(f"theory: {line}", style="cyan"))
+    for line in result.expect:
+        con.print(Text(f"expect: {line}", style="cyan"))
+    if explain or not result.expect:
+        for line in result.theory:
+            con.print(Text(f"theory: {line}", style="cyan"))
     for panel in result.panels:
         border = {"ok": "green", "warn": "yellow"}.get(panel.style, "blue")
         con.print(RichPanel(Text("\n".join(panel.lines)), title=panel.title,
@@ -124,6 +128,8 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
                     explained.append((why, [a.quantity]))
         for why, quantities in explained:
             con.print(Text(f"  {', '.join(quantities)}: {why}", style="dim"))
+    for finding in result.findings:
+        con.print(Text(f"found: {finding}", style="bold"))
     for note in result.notes:
         con.print(Text(f"note: {note}", style="dim"))
     failed = [c for c in result.checks if not c.passed]

@@ -60,6 +60,8 @@ def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[s
         lines += [f"Source: {result.source}", ""]
     if result.description:
         lines += [result.description, ""]
+    if result.expect:
+        lines += [f"{h}# What to expect", ""] + [f"- {t}" for t in result.expect] + [""]
     if result.theory:
         lines += [f"{h}# Theory", ""] + [f"- {t}" for t in result.theory] + [""]
     for panel in result.panels:
@@ -68,6 +70,8 @@ def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[s
     lines += [f"{h}# {result.table.title}", "", *markdown_table(result.table), ""]
     for t in result.tables:
         lines += [f"{h}# {t.title}", "", *markdown_table(t), ""]
+    if result.findings:
+        lines += [f"{h}# What the data shows", ""] + [f"- {t}" for t in result.findings] + [""]
     for path in figures:
         lines += [f"![{path}]({path})", ""]
     if result.checks:

@@ -6,7 +6,7 @@ import difflib
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.spec.common import Float, Model, PosInt, SpecBase
@@ -30,7 +30,6 @@ from sdpa_cli.spec.common import Float, Model, PosInt, SpecBase
 #     crossover_n, total.
 # A variance written without .population or .sample (documents rarely say which) is compared
 # with the closer of the two, and the audit names the one it used.
-KINDS = ("attention", "variance", "scaling-arithmetic", "cost")
 
 # A worked example is done by hand: beyond this many entries a matrix is a data set, and the
 # step panels would be pages long.
@@ -134,6 +133,9 @@ class WorkedExampleSpec(SpecBase):
     """A document's worked examples: one or more parts, each replayed step by step."""
 
     draws_random: ClassVar[bool] = False  # nothing is random: no seed is drawn
+    # The replayed parts, computed once per spec by the study (its check of the documented
+    # entries and its run both read them); never part of the spec's data.
+    _computed: Any = PrivateAttr(default=None)
 
     study: Literal["worked-example"] = "worked-example"
     expand: bool = False  # show every QKᵀ entry as its dot-product expansion (--expand)

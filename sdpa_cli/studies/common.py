@@ -53,6 +53,7 @@ def assemble(
     spec: Any, *, study: str, title: str, table: Table, checks: Sequence[Check],
     lookup: Lookup, theory: Sequence[str], notes: Sequence[str] = (),
     figures: Sequence[Figure] = (), tables: Sequence[Table] = (),
+    findings: Sequence[str] = (), expect: Sequence[str] = (),
 ) -> Result:
     """The Result of a table study: audit the spec's documented numbers against the rows,
     add the audit's check, and fill in the spec's identity (title falls back to `title`)."""
@@ -72,6 +73,8 @@ def assemble(
         notes=tuple(notes),
         figures=tuple(figures),
         tables=tuple(tables),
+        findings=tuple(findings),
+        expect=tuple(expect),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -18,6 +18,21 @@ class Column:
     # Which columns a narrow terminal keeps: 0 always, then 1, 2, …; None: by position
     # (the first columns that name a row count as 0). Files always carry every column.
     priority: int | None = None
+
+
+def internal(default: Any) -> Any:
+    """A typed-row field the study uses but never writes to a file (not a JSON field)."""
+    return field(default=default, metadata={"json": False})
+
+
+def row_fields(row_type: type) -> tuple[str, ...]:
+    """The JSON fields of a typed row, in order: its table's CSV header and row keys."""
+    return tuple(f.name for f in fields(row_type) if f.metadata.get("json", True))
+
+
+def as_row(row: Any) -> dict[str, Any]:
+    """A typed row (frozen dataclass) as the mapping a Table holds."""
+    return {name: getattr(row, name) for name in row_fields(type(row))}
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,10 @@ class Result:
     checks: tuple[Check, ...] = ()
     audit: tuple[AuditEntry, ...] = ()
     theory: tuple[str, ...] = ()  # the closed forms the measurements stand beside
+    # What the data shows, in plain words, decided from the rows (shown after the table).
+    findings: tuple[str, ...] = ()
+    # What theory predicts, in plain words (the terminal shows these; `theory` under --explain).
+    expect: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     figures: tuple[Figure, ...] = ()
     tables: tuple[Table, ...] = ()  # further tables (after the main one)
@@ -135,6 +154,7 @@ class Result:
             ],
             "passed": self.passed,
             "theory": list(self.theory),
+            **({"findings": list(self.findings)} if self.findings else {}),
             "notes": list(self.notes),
         }
         for t in self.tables:

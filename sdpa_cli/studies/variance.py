@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,16 @@ from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.context import SERIAL, RunContext
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
+from sdpa_cli.studies.result import (
+    Check,
+    Column,
+    Figure,
+    Result,
+    Table,
+    as_row,
+    internal,
+    row_fields,
+)
 
 COLUMNS = (
     Column("dim", "d", "int", priority=0),
@@ -40,11 +49,40 @@ COLUMNS = (
     Column("theory_kurtosis", "theory kurt.", priority=4),
 )
 
-FIELDS = (
-    "dim", "scaling", "factor", "pairs", "mean", "mean_se", "variance", "std", "theory_mean",
-    "theory_variance", "theory_std", "se", "ci_low", "ci_high", "z", "mean_z", "ratio", "min",
-    "max", "kurtosis", "theory_kurtosis", "p025", "median", "p975", "se_basis", "note",
-)
+@dataclass(frozen=True)
+class VarianceRow:
+    """One (dimension, scaling rule) row; its fields are the CSV columns and JSON keys."""
+
+    dim: int
+    scaling: str
+    factor: float | None  # the rule's own 1/(T·d^p), without σ²
+    pairs: int
+    mean: float | None
+    mean_se: float | None
+    variance: float | None
+    std: float | None
+    theory_mean: float | None
+    theory_variance: float | None
+    theory_std: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    z: float | None
+    mean_z: float | None
+    ratio: float | None
+    min: float | None
+    max: float | None
+    kurtosis: float | None
+    theory_kurtosis: float | None
+    p025: float | None
+    median: float | None
+    p975: float | None
+    se_basis: str
+    note: str
+    closed_form: bool = internal(True)  # False: nothing to check against (reported only)
+
+
+FIELDS = row_fields(VarianceRow)
 
 
 def plan_rows(spec: VarianceSpec) -> list[dict[str, Any]]:
@@ -65,7 +103,7 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
     law, unit = law_of(spec)
     k = spec.se_tolerance
     want_cosine = any(s.cosine for s in spec.scalings)
-    rows: list[dict[str, Any]] = []
+    typed: list[VarianceRow] = []
     checks: list[Check] = []
     per_dim: list[tuple[int, theory.DotMoments, DotStats]] = []
     for i, d in enumerate(spec.dims):
@@ -80,13 +118,15 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
         per_dim.append((d, mom, stats))
         for scaling in spec.scalings:
             row = _row(d, scaling, law, unit, mom, stats, k)
-            rows.append(row)
+            typed.append(row)
             checks.append(_check(row, k))
+    rows = [as_row(r) for r in typed]
     return assemble(
         spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
         checks=checks, lookup=_lookup(rows), theory=_theory_lines(spec, law),
-        notes=_notes(spec, per_dim), figures=_figures(spec, law, unit, per_dim, rows),
+        notes=_notes(spec, per_dim), figures=_figures(spec, law, unit, per_dim, typed),
+        findings=findings(typed), expect=_expect(spec, law),
     )
 
 
@@ -112,7 +152,7 @@ def _range(law: PairLaw, d: int, mom: theory.DotMoments) -> tuple[float, float]:
 def _row(
     d: int, scaling: Scaling, law: PairLaw, unit: float, mom: theory.DotMoments,
     stats: DotStats, k: float,
-) -> dict[str, Any]:
+) -> VarianceRow:
     """One table row.
 
     The engine's values v are in units where the spread is about 1: a physical value is
@@ -168,42 +208,43 @@ def _row(
     def phys(v: float) -> float | None:
         return _finite(c * (shift + s * v))
 
-    return {
-        "dim": d,
-        "scaling": scaling.label,
-        "factor": _finite(scaling.factor(d)),  # the rule's own 1/(T·d^p), without σ²
-        "pairs": n,
-        "mean": phys(m.mean),
-        "mean_se": _finite(abs(g) * math.sqrt(m.variance / n)),
-        "variance": _finite(variance),
-        "std": _finite(abs(g) * math.sqrt(m.variance)) if math.isfinite(variance) else None,
-        "theory_mean": _finite(c * theory_mean),
-        "theory_variance": _finite(theory_var_phys)
+    return VarianceRow(
+        dim=d,
+        scaling=scaling.label,
+        factor=_finite(scaling.factor(d)),  # the rule's own 1/(T·d^p), without σ²
+        pairs=n,
+        mean=phys(m.mean),
+        mean_se=_finite(abs(g) * math.sqrt(m.variance / n)),
+        variance=_finite(variance),
+        std=_finite(abs(g) * math.sqrt(m.variance)) if math.isfinite(variance) else None,
+        theory_mean=_finite(c * theory_mean),
+        theory_variance=_finite(theory_var_phys)
         if theory_var_phys > 0 or theory_var == 0 else None,
-        "theory_std": _finite(math.sqrt(theory_var_phys))
+        theory_std=_finite(math.sqrt(theory_var_phys))
         if theory_var_phys > 0 or theory_var == 0 else None,
-        "se": _finite(se) if math.isfinite(variance) else None,
-        "ci_low": _finite(variance - k * se),
-        "ci_high": _finite(variance + k * se),
-        "z": _finite(z),
-        "mean_z": _finite(mean_z),
-        "ratio": _finite(ratio) if ratio is not None else None,
-        "min": phys(m.min),
-        "max": phys(m.max),
-        "kurtosis": _finite(m.kurtosis),
-        "theory_kurtosis": theory_kurt,
-        "p025": phys(summary.quantile(0.025)),
-        "median": phys(summary.quantile(0.5)),
-        "p975": phys(summary.quantile(0.975)),
-        "se_basis": se_basis,
-        "note": note,
-    }
+        se=_finite(se) if math.isfinite(variance) else None,
+        ci_low=_finite(variance - k * se),
+        ci_high=_finite(variance + k * se),
+        z=_finite(z),
+        mean_z=_finite(mean_z),
+        ratio=_finite(ratio) if ratio is not None else None,
+        min=phys(m.min),
+        max=phys(m.max),
+        kurtosis=_finite(m.kurtosis),
+        theory_kurtosis=theory_kurt,
+        p025=phys(summary.quantile(0.025)),
+        median=phys(summary.quantile(0.5)),
+        p975=phys(summary.quantile(0.975)),
+        se_basis=se_basis,
+        note=note,
+        closed_form=exact is not None,
+    )
 
 
-def _check(row: Mapping[str, Any], k: float) -> Check:
-    name = f"d={row['dim']} {row['scaling']}"
-    z, mean_z = row["z"], row["mean_z"]
-    if row["theory_variance"] is None and row["note"].startswith("no closed form"):
+def _check(row: VarianceRow, k: float) -> Check:
+    name = f"d={row.dim} {row.scaling}"
+    z, mean_z = row.z, row.mean_z
+    if not row.closed_form:
         return Check(name, True, "no closed form to check against (reported only)")
     if z is None or mean_z is None:
         return Check(name, False, "measurement or theory not finite")
@@ -228,6 +269,38 @@ def _lookup(rows: list[dict[str, Any]]):
         return (float(value) if isinstance(value, int | float) else None), se
 
     return lookup
+
+
+def findings(rows: list[VarianceRow]) -> tuple[str, ...]:
+    """How each rule's measured variance moves with d, in words, from the rows alone."""
+    out = []
+    for label in dict.fromkeys(r.scaling for r in rows):
+        pts = [r for r in rows if r.scaling == label and r.variance]
+        if len(pts) < 2 or pts[0].dim == pts[-1].dim:
+            continue
+        first, last = pts[0], pts[-1]
+        assert first.variance is not None and last.variance is not None
+        slope = math.log(last.variance / first.variance) / math.log(last.dim / first.dim)
+        trend = ("grows like d" if slope > 0.75 else "grows like √d" if slope > 0.25
+                 else "stays flat" if slope > -0.25 else "shrinks like 1/√d" if slope > -0.75
+                 else "shrinks like 1/d")
+        name = "raw q·k" if label == "none" else Scaling.parse(label).formula
+        out.append(f"{name}: the variance {trend} ({first.variance:.3g} at d = {first.dim}"
+                   f" → {last.variance:.3g} at d = {last.dim}).")
+    return tuple(out)
+
+
+def _expect(spec: VarianceSpec, law: PairLaw) -> tuple[str, ...]:
+    """The theory in plain words; the exact forms stay in `theory` (--explain, table.md)."""
+    if law.kind == "sphere":
+        first = "For random unit vectors the dot product has variance 1/d."
+    elif spec.mean == 0 and spec.correlation == 0:
+        first = ("Each of the d products q_i·k_i adds its own variance σ⁴, so Var(q·k) = d·σ⁴: "
+                 "it grows in step with d.")
+    else:
+        first = "Var(q·k) grows in step with d (exact form: --explain)."
+    return (first, "Dividing by c divides the variance by c²: ÷√d holds it at the variance of "
+            "one product, ÷d makes it fall like 1/d.")
 
 
 def _theory_lines(spec: VarianceSpec, law: PairLaw) -> tuple[str, ...]:
@@ -280,7 +353,7 @@ def _notes(spec: VarianceSpec, per_dim: list[tuple[int, theory.DotMoments, DotSt
 
 def _figures(
     spec: VarianceSpec, law: PairLaw, unit: float,
-    per_dim: list[tuple[int, theory.DotMoments, DotStats]], rows: list[dict[str, Any]],
+    per_dim: list[tuple[int, theory.DotMoments, DotStats]], rows: list[VarianceRow],
 ) -> tuple[Figure, ...]:
     linear = [s for s in spec.scalings if not s.cosine]
     scaled = next((s for s in linear if s.label == "sqrt"), None) or next(
@@ -303,7 +376,7 @@ def _figures(
     d_lo, d_hi = min(spec.dims), max(spec.dims)
     grid = np.unique(np.geomspace(max(1.0, d_lo / 1.5), d_hi * 1.5, 200).round(6))
     for scaling in spec.scalings:
-        pts = [r for r in rows if r["scaling"] == scaling.label]
+        pts = [r for r in rows if r.scaling == scaling.label]
         curve = None
         if not scaling.cosine or theory.cosine_moments(law.kind, 2, law.m, law.rho) is not None:
             curve = [
@@ -313,13 +386,13 @@ def _figures(
             "scaling": scaling.label,
             "formula": scaling.formula,
             "label": _rule_label(spec, scaling),
-            "dims": [r["dim"] for r in pts],
-            "variance": [r["variance"] for r in pts],
-            "ci_low": [r["ci_low"] for r in pts],
-            "ci_high": [r["ci_high"] for r in pts],
-            "theory_variance": [r["theory_variance"] for r in pts],
-            "p025": [r["p025"] for r in pts],
-            "p975": [r["p975"] for r in pts],
+            "dims": [r.dim for r in pts],
+            "variance": [r.variance for r in pts],
+            "ci_low": [r.ci_low for r in pts],
+            "ci_high": [r.ci_high for r in pts],
+            "theory_variance": [r.theory_variance for r in pts],
+            "p025": [r.p025 for r in pts],
+            "p975": [r.p975 for r in pts],
             "grid": grid.tolist(),
             "theory": curve,
         })
