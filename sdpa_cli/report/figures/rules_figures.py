@@ -25,6 +25,9 @@ def draw_leading_keys(figure: Figure):
     ax_max.set_title("largest weight p₁")
     ax_ent.set_title("entropy ÷ ln n (1 = uniform)")
     ax_frob.set_title("‖J‖_F of the softmax Jacobian")
+    ax_max.set_ylabel("weight of the leading key")
+    ax_ent.set_ylabel("entropy / ln n")
+    ax_frob.set_ylabel("‖J‖_F")
     for ax in axes[0]:
         ax.set_xscale("log")
         ax.set_xlabel("number of keys n")
