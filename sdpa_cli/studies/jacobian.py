@@ -114,7 +114,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     notes: list[str] = []
     if source == "leading":
         rows = shared.leading_rows(spec)
-        columns = LEADING_COLUMNS
+        columns: tuple[Column, ...] = LEADING_COLUMNS
         figures = [shared.leading_figure(spec, rows)]
         title = "Softmax Jacobian with one key leading n − 1 ties, versus n (exact)"
     elif source == "explicit":

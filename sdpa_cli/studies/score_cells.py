@@ -318,7 +318,7 @@ def additive_row(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cel
     }
     row.update(stat_fields(cell.measured[0], stats))
     if sweep:
-        row["threshold"] = spec.threshold
+        row["threshold"] = getattr(spec, "threshold", None)
         row["limit_max_prob"] = None
     row.update(freezing_fields(n, row["implied_score_std"], False))
     row.update({"score_var": finite(var), "theory_score_var": finite(theory_var)

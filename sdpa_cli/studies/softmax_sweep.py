@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     tables: list[Table] = []
     if source == "leading":
         rows = shared.leading_rows(spec)
-        columns = LEADING_COLUMNS
+        columns: tuple[Column, ...] = LEADING_COLUMNS
         figures.append(shared.leading_figure(spec, rows))
         title = "Leading key among n − 1 ties, versus n (exact)"
     elif source == "explicit":
@@ -300,7 +301,7 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
                   f"First sampled sequence: d_k = {d}, {n} positions", data)
 
 
-def _picture_base(first: dict[str, np.ndarray], v: shared.Variant) -> np.ndarray | None:
+def _picture_base(first: Mapping[str, np.ndarray], v: shared.Variant) -> np.ndarray | None:
     """The first sequence's raw scores, cosines or mean-removed cosines for variant v."""
     if v.cosine or v.source == "cos":
         return first.get("cos")
@@ -308,7 +309,8 @@ def _picture_base(first: dict[str, np.ndarray], v: shared.Variant) -> np.ndarray
         if "q" not in first:
             return None
         q, k = (prepare(first[x], Scaling.parse("qknorm")) for x in ("q", "k"))
-        return np.clip(q @ k.T / q.shape[1], -1.0, 1.0)  # |q̂|² = d
+        cos: np.ndarray = np.clip(q @ k.T / q.shape[1], -1.0, 1.0)  # |q̂|² = d
+        return cos
     return first["raw"]
 
 
