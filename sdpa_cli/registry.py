@@ -73,6 +73,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
         "saturation.frobenius_vs_std": f.draw_frobenius_vs_std,
         "saturation.phase_diagram": f.draw_phase_diagram,
         "rules.leading_keys": r.draw_leading_keys,
+        "rules.rem_participation": r.draw_rem_participation,
     }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
-from sdpa_cli.numerics.keys import rem_participation
+from sdpa_cli.numerics.keys import rem_participation, rem_threshold
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
@@ -331,7 +331,17 @@ def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
             row["rem_gap"] = finite(row["mean_participation"] - row["rem_participation"])
             rows.append(row)
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
-    return rows, checks, [_vs_std_figure(spec, rows)]
+    return rows, checks, [_vs_std_figure(spec, rows), _rem_figure(spec, rows)]
+
+
+def _rem_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+    curves = [{"keys": n, "threshold": rem_threshold(n),
+               **{f: [r[f] for r in rows if r["keys"] == n]
+                  for f in ("score_std", "mean_participation", "mean_participation_se",
+                            "rem_participation")}} for n in spec.key_list]
+    return Figure("rem_participation", "rules.rem_participation",
+                  "Σp² of random scores against the random-energy-model limit",
+                  {"curves": curves, "trials": spec.trials, "se_k": 2.0})
 
 
 def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:

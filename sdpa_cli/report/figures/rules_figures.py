@@ -36,3 +36,33 @@ def draw_leading_keys(figure: Figure):
     ax_max.legend(fontsize=8)
     fig.suptitle(figure.title + " (no Monte Carlo)")
     return fig
+
+
+def draw_rem_participation(figure: Figure):
+    """Mean Σp² of n iid N(0, s²) scores versus s, beside the REM limit 1 − √(2 ln n)/s."""
+    data = figure.data
+    k = data["se_k"]
+    fig, axes = style.new(8.0, 4.9)
+    ax = axes[0][0]
+    for i, c in enumerate(data["curves"]):
+        color = style.color(i)
+        s = np.asarray(c["score_std"], dtype=float)
+        y = np.asarray([np.nan if v is None else v for v in c["mean_participation"]], dtype=float)
+        se = np.asarray([np.nan if v is None else v for v in c["mean_participation_se"]],
+                        dtype=float)
+        ax.errorbar(s, y, yerr=k * se, color=color, marker="o", ms=4, capsize=2,
+                    label=f"n = {c['keys']}: measured")
+        grid = np.geomspace(s.min(), s.max(), 200)
+        limit = np.where(grid > c["threshold"], 1.0 - c["threshold"] / grid, 0.0)
+        ax.plot(grid, limit, color=color, ls="--", lw=1.2)
+        ax.axvline(c["threshold"], color=color, ls=":", lw=1.0)
+    ax.plot([], [], color="0.3", ls="--", label="REM limit 1 − √(2 ln n)/s")
+    ax.plot([], [], color="0.3", ls=":", label="s = √(2 ln n)")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("score std s")
+    ax.set_ylabel("mean Σp² of a row")
+    ax.set_title("participation of n iid N(0, s²) scores")
+    ax.legend(fontsize=8)
+    fig.suptitle(f"{figure.title} — {data['trials']} rows per point, bars ± {k:g} se")
+    return fig
