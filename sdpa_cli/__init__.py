@@ -1,3 +1,13 @@
 """sdpa: measure, show and check why attention divides QKᵀ by √d_k."""
 
 __version__ = "0.1.0"
+
+# Started as `python -m sdpa_cli` (argv[0] is "-m" while the module is found) or as the `sdpa`
+# script: take over Ctrl-C before the slow imports, so an early one is exit 130, not a traceback.
+import os as _os
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "sdpa":
+    from sdpa_cli import process as _process
+
+    _process.install()

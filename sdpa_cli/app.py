@@ -12,6 +12,7 @@ from typing import Any
 
 from sdpa_cli import batch, paths, registry, report, spec
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
+from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
 from sdpa_cli.report.outcomes import Planned, Report
 
@@ -39,6 +40,8 @@ def run_study(
     folder = report.write_run(result, settings, target=target,
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)
+    if report_batch.refresh(folder) and not settings.quiet:  # keep that batch report true
+        print(f"updated {folder.parent / 'index.md'} and report.html", file=sys.stderr)
     tally = Report(check=settings.check)
     tally.add_result(result)
     return tally.exit_code
@@ -136,6 +139,8 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     # Not caught: an example that cannot be written ends --all with its own error line.
     outcomes, tally = batch.run_planned(planned, per_example, argv=argv, catch=False)
     done = [(o.result, o.folder) for o in outcomes if o.result is not None and o.folder]
+    if done:
+        report_batch.refresh(done[0][1])  # they share one parent folder
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
         report.write_stdout(text)

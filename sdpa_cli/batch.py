@@ -130,15 +130,19 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     from sdpa_cli.report.progress import Progress
 
     planned = plan(validate(collect(targets)), settings)
+    # index.md and report.html: sdpa's own or absent, checked before any work
+    report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
+                       else "--out")
     progress = Progress(len(planned), quiet=settings.quiet)
     with progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress)
-    batch_report.write(outcomes, settings.root, embed=settings.plots)
+    described = batch_report.write(outcomes, settings.root)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
     if not settings.quiet:
-        batch_report.show_summary(outcomes, settings.root, check=settings.check)
+        batch_report.show_summary(outcomes, settings.root, check=settings.check,
+                                  described=len(described))
     else:  # -q silences progress and summary, never a failure: one line per failed spec
         for o in outcomes:
             if o.status == "error":

@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
-from sdpa_cli import __version__
-from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError
+from sdpa_cli import __version__, process
+from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError, one_line
 from sdpa_cli.options import (
     SETTINGS,
     StudyCommand,
+    ValueCommand,
     batch_options,
     common_options,
     list_option,
@@ -178,7 +179,8 @@ PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
 
 
-@cli.command("run", short_help="Run every spec (default: experiments/) into outputs/.")
+@cli.command("run", cls=ValueCommand,
+             short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG
 @batch_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
@@ -204,7 +206,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 
-@cli.command("validate", short_help="Check specs without running anything.")
+@cli.command("validate", cls=ValueCommand, short_help="Check specs without running anything.")
 @PATHS_ARG
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
 def validate_cmd(targets: tuple[Path, ...], quiet: bool) -> int:
@@ -284,7 +286,7 @@ def run(args: list[str]) -> int:
         click.echo("sdpa: interrupted", err=True)
         return EXIT_INTERRUPTED
     except click.ClickException as e:
-        click.echo(_click_line(e), err=True)
+        click.echo(one_line(_click_line(e)), err=True)
         return EXIT_BAD_INPUT if isinstance(e, click.UsageError) else e.exit_code
     except SdpaError as e:
         for line in e.lines():
@@ -297,15 +299,20 @@ def run(args: list[str]) -> int:
         click.echo("sdpa: terminated", err=True)
         return 128 + signal.SIGTERM
     except Exception as e:  # a bug: say so in one line, keep the traceback for SDPA_DEBUG
+        if process.pending():  # Ctrl-C that a library turned into another error (ImportError)
+            click.echo("sdpa: interrupted", err=True)
+            return EXIT_INTERRUPTED
         if os.environ.get("SDPA_DEBUG"):
             raise
-        click.echo(f"sdpa: internal error: {type(e).__name__}: {e} "
-                   "(set SDPA_DEBUG=1 for the traceback)", err=True)
+        click.echo(one_line(f"sdpa: internal error: {type(e).__name__}: {e} "
+                            "(set SDPA_DEBUG=1 for the traceback)"), err=True)
         return 1
     return result if isinstance(result, int) else 0
 
 
 def main(argv: list[str] | None = None) -> None:
+    process.install()
+    process.setup_streams()
     # sdpa runs its own worker threads (--workers); BLAS threads inside each would only
     # oversubscribe the cores, and one BLAS thread also fixes how matmul sums. Set before
     # NumPy loads (the CLI imports it lazily); a user's own setting wins.
@@ -313,9 +320,21 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.setdefault(var, "1")
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
-    code = run(sys.argv[1:] if argv is None else list(argv))
+    process.arm()
+    try:
+        code = run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:  # between arming and run()'s own handlers
+        code = EXIT_INTERRUPTED
+        click.echo("sdpa: interrupted", err=True)
+    if process.pending() and code != EXIT_INTERRUPTED:  # swallowed by a library
+        code = EXIT_INTERRUPTED
+        click.echo("sdpa: interrupted", err=True)
     try:
         sys.stdout.flush()
-    except BrokenPipeError:  # the reader left (see report.write_stdout); not an error
+    except OSError as e:  # the reader left (see report.write_stdout), or /dev/full
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if not isinstance(e, BrokenPipeError):
+            click.echo(f"sdpa: cannot write to stdout: {e.strerror or e}", err=True)
+            code = code or 1
+    process.disarm()
     sys.exit(code)

@@ -10,6 +10,21 @@ EXIT_BAD_INPUT = 2  # bad usage or bad spec: nothing ran
 EXIT_INTERRUPTED = 130
 
 
+def one_line(text: str) -> str:
+    """Text safe to echo as one line: control characters (an escape sequence in a title, a
+    newline in a file name) and bytes that were not UTF-8 are written as \\xNN."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 32 or 127 <= code < 160:
+            out.append(f"\\x{code:02x}")
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with the input, located as precisely as we can."""
@@ -34,7 +49,7 @@ class Problem:
         else:
             head = ""
         parts = [p for p in (head, self.field if self.field != self.flag else None) if p]
-        return ": ".join([*parts, self.message])
+        return one_line(": ".join([*parts, self.message]))
 
 
 class SdpaError(Exception):
@@ -43,7 +58,7 @@ class SdpaError(Exception):
     exit_code = EXIT_CHECK_FAILED
 
     def lines(self) -> list[str]:
-        return [str(self)]
+        return [one_line(str(self))]
 
 
 class InputError(SdpaError):

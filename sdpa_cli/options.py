@@ -10,6 +10,9 @@ from typing import Any
 
 import click
 
+from sdpa_cli import process
+from sdpa_cli.errors import one_line
+
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
 
@@ -52,15 +55,73 @@ def gather_lists(args: list[str], list_opts: set[str]) -> list[str]:
     return out
 
 
-class StudyCommand(click.Command):
+def _control(token: str) -> str | None:
+    """The first control character in a token, shown as 0xNN, or None."""
+    for ch in token:
+        if ord(ch) < 32 or 127 <= ord(ch) < 160:
+            return f"0x{ord(ch):02x}"
+    return None
+
+
+def check_values(command: click.Command, args: list[str]) -> None:
+    """Refuse, before click parses, a flag whose value is missing, empty, or the next flag
+    (`--out --no-plots` must not make a folder called --no-plots), and any argument that
+    holds a control character (it would be echoed to the terminal)."""
+    options = [p for p in command.params if isinstance(p, click.Option)]
+    names = {o for p in options for o in (*p.opts, *p.secondary_opts)}
+    takes_value = {o: p for p in options if not p.is_flag and not p.count for o in p.opts}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        flag, eq, inline = token.partition("=")
+        if eq and flag in takes_value:
+            values = [inline]
+        elif token in takes_value:
+            values = args[i + 1:i + 2]
+            if not values or values[0] in names or (values[0].startswith("--")) or (
+                    isinstance(takes_value[token].type, ListType) and not _is_value(values[0])):
+                raise click.UsageError(f"{token} needs a value")
+            i += 1
+        else:
+            bad = _control(token)
+            if bad:
+                raise click.UsageError(f"{one_line(token)}: the argument holds the control "
+                                       f"character {bad}; remove it")
+            i += 1
+            continue
+        flag = flag if eq else token
+        if not values[0].strip():
+            raise click.UsageError(f"{flag} needs a value (got an empty one)")
+        bad = _control(values[0])
+        if bad:
+            raise click.UsageError(f"{flag}: the value holds the control character {bad}; "
+                                   "remove it")
+        if flag == "--format" and values[0] != "table" and process.stdout_closed():
+            raise click.UsageError(f"--format {values[0]}: stdout is closed, so the document "
+                                   "would go nowhere; leave stdout open or use --format table")
+        i += 1
+
+
+class ValueCommand(click.Command):
+    """A command whose flags never swallow the next flag or take an empty value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        check_values(self, list(args))
+        return super().parse_args(ctx, args)
+
+
+class StudyCommand(ValueCommand):
     """A command whose list options read every value up to the next option."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        check_values(self, list(args))
         list_opts = {
             opt for p in self.params if isinstance(p, click.Option) and
             isinstance(p.type, ListType) for opt in p.opts
         }
-        return super().parse_args(ctx, gather_lists(list(args), list_opts))
+        return click.Command.parse_args(self, ctx, gather_lists(list(args), list_opts))
 
 
 class ListType(click.ParamType):

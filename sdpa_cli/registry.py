@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real imports happen inside the loaders, so `sdpa --help` stays light
     from sdpa_cli.spec.common import Documented, SpecBase
+    from sdpa_cli.spec.limits import Cost
     from sdpa_cli.studies.context import RunContext
     from sdpa_cli.studies.result import Figure, Result
 
@@ -27,14 +28,18 @@ class Study:
     documented_problem: Callable[[Any, Documented], str | None]
     # Figure.kind → the function that draws it; a function, so matplotlib loads only to draw.
     figures: Callable[[], Mapping[str, Renderer]]
+    # spec → its estimated work, memory and output (spec.limits.Cost); checked by spec.load
+    # before anything runs. Every study gives one (tests/test_limits.py asserts it).
+    limits: Callable[[Any], Cost] | None = None
 
 
 def _variance() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.variance import VarianceSpec
     from sdpa_cli.studies import variance
 
     return Study("variance", VarianceSpec, variance.run, variance.documented_problem,
-                 _variance_figures)
+                 _variance_figures, limits=limits.variance)
 
 
 def _variance_figures() -> Mapping[str, Renderer]:
@@ -44,19 +49,22 @@ def _variance_figures() -> Mapping[str, Renderer]:
 
 
 def _softmax_sweep() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
     from sdpa_cli.studies import softmax_sweep
 
     return Study("softmax-sweep", SoftmaxSweepSpec, softmax_sweep.run,
-                 softmax_sweep.documented_problem, _saturation_figures)
+                 softmax_sweep.documented_problem, _saturation_figures,
+                 limits=limits.score_source)
 
 
 def _jacobian() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.score_sources import JacobianSpec
     from sdpa_cli.studies import jacobian
 
     return Study("jacobian", JacobianSpec, jacobian.run, jacobian.documented_problem,
-                 _saturation_figures)
+                 _saturation_figures, limits=limits.score_source)
 
 
 def _saturation_figures() -> Mapping[str, Renderer]:
@@ -78,6 +86,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 
 
 def _worked_example() -> Study:
+    from sdpa_cli.spec import limits
     from sdpa_cli.spec.worked import WorkedExampleSpec
     from sdpa_cli.studies import worked as worked_example
 
@@ -85,7 +94,7 @@ def _worked_example() -> Study:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
 
     return Study("worked-example", WorkedExampleSpec, run, worked_example.documented_problem,
-                 _worked_figures)
+                 _worked_figures, limits=limits.worked_example)
 
 
 def _worked_figures() -> Mapping[str, Renderer]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 def files(root: Path) -> set[Path]:
     return {p.relative_to(root) for p in root.rglob("*")
-            if p.is_file() and p.name != "manifest.json"}
+            if p.is_file() and p.name not in ("manifest.json", "sdpa-batch.json")}
 
 
 def main(a: str, b: str) -> int:

@@ -145,7 +145,8 @@ def test_report_is_self_contained_and_complete(sdpa, workdir, specs):
     assert len(imgs) == len(pngs) == 6
     sections = [a["id"] for t, a in page.tags if t == "section"]
     assert sections == ["x-a-ok", "x-b-failing", "x-c-ok"]
-    assert tags.count("table") >= 1 + 3 * 2  # contents + each experiment's table and checks
+    assert tags.count("nav") == 1  # the contents
+    assert tags.count("table") >= 3 * 2  # each experiment's table and checks
     assert "http://" not in text and "https://" not in text
     index = (root / "index.md").read_text()
     for png in pngs:
@@ -158,7 +159,7 @@ def test_batch_is_byte_identical_across_runs_and_workers(sdpa, workdir, specs):
     one, two = workdir / "one", workdir / "two"
     files = sorted(p.relative_to(one) for p in one.rglob("*")
                    if p.is_file() and p.name != "manifest.json")
-    assert len(files) == 2 + 3 * 6
+    assert len(files) == 3 + 3 * 6  # index.md, report.html, sdpa-batch.json; 3 runs of 6
     for rel in files:
         assert (one / rel).read_bytes() == (two / rel).read_bytes(), rel
 
@@ -179,6 +180,11 @@ def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
                            f"--screenshot={shot}", report.as_uri()],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and shot.stat().st_size > 10_000
+    pdf = workdir / "report.pdf"  # the print layout (@media print) renders too
+    done = subprocess.run(["chromium", *flags, "--no-pdf-header-footer",
+                           f"--print-to-pdf={pdf}", report.as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and pdf.read_bytes().startswith(b"%PDF")
 
 
 QUICK_SHIPPED = [p for p in sorted((Path(__file__).parent.parent / "experiments").rglob("*.yaml"))

@@ -15,12 +15,14 @@ def as_matrix(rows: list[list[float]] | np.ndarray) -> np.ndarray:
 
 def project(e: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Row-vector convention: each token's row e_i times W (Q = E·W_Q)."""
-    return e @ w
+    out: np.ndarray = e @ w
+    return out
 
 
 def dot_terms(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """terms[i, j, t] = q[i, t]·k[j, t]: the products that sum to (QKᵀ)[i, j]."""
-    return q[:, None, :] * k[None, :, :]
+    out: np.ndarray = q[:, None, :] * k[None, :, :]
+    return out
 
 
 def variances(x: np.ndarray) -> tuple[float, float | None]:

@@ -11,7 +11,9 @@ BIT_GENERATOR = "SFC64"
 
 def fresh_entropy() -> int:
     """Entropy for a run that was given no seed; recorded so the run can be replayed."""
-    return int(np.random.SeedSequence().entropy)
+    entropy = np.random.SeedSequence().entropy
+    assert isinstance(entropy, int)
+    return entropy
 
 
 def block_generator(entropy: int, key: tuple[int, ...]) -> np.random.Generator:

@@ -171,10 +171,13 @@ def direct_block(
                 sq += q.sum(axis=1)
                 sk += k.sum(axis=1)
     if m:
+        assert sums is not None
         dot += m * sums
     if not norms:
         return dot, None, 0
+    assert nq is not None and nk is not None
     if m:  # |m + x|² = |x|² + 2mΣx + d·m²
+        assert sq is not None and sk is not None
         nq += 2.0 * m * sq + d * m * m
         nk += 2.0 * m * sk + d * m * m
     denom = np.sqrt(nq) * np.sqrt(nk)  # √(nq·nk) would overflow where each norm does not

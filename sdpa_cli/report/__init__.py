@@ -12,6 +12,7 @@ from pathlib import Path
 from sdpa_cli.errors import RunError
 from sdpa_cli.report import manifest, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
+from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
 from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Result
 
@@ -120,10 +121,13 @@ def write_stdout(text: str) -> None:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:
+    except OSError as e:  # BrokenPipeError: the reader left; others (/dev/full): say so
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+        if not isinstance(e, BrokenPipeError):
+            raise RunError(f"cannot write the document to stdout: {e.strerror or e} (the run "
+                           "folder, if any, is written)") from None
 
 
 def emit(result: Result, settings: Settings, folder: Path | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from sdpa_cli.studies.result import Column
@@ -38,15 +39,27 @@ def number(x: Any, fmt: str = "g") -> str:
     return str(x)
 
 
-def audit_number(x: float | None, tolerance: float) -> str:
+def audit_number(x: float | None, tolerance: float, printed: str = "") -> str:
     """A computed value beside a printed one: two digits finer than the tolerance (at least
-    5 significant), so 22026.466 does not show as 22026 next to a printed 22026.5."""
+    5 significant), so 22026.466 does not show as 22026 next to a printed 22026.5, and never
+    fewer significant digits than the printed number has."""
     if x is None or not math.isfinite(x):
         return MISSING
-    digits = 5
+    digits = max(5, significant_digits(printed))
     if tolerance > 0 and x != 0:
-        digits = min(12, max(5, math.ceil(math.log10(abs(x) / tolerance)) + 2))
-    return f"{x:.{digits}g}"
+        digits = max(digits, math.ceil(math.log10(abs(x) / tolerance)) + 2)
+    return f"{x:.{min(digits, 17)}g}"
+
+
+def significant_digits(printed: str) -> int:
+    """Significant digits of a number as a document printed it ("0.0450" → 3, "1,234" → 4,
+    "2.5e-3" → 2); 0 when it holds no number."""
+    mantissa = re.split(r"[eE×]", printed.replace(",", "").replace("_", ""), maxsplit=1)[0]
+    found = re.search(r"\d+(?:\.\d*)?|\.\d+", mantissa)
+    if found is None:
+        return 0
+    digits = found.group().replace(".", "").lstrip("0")
+    return len(digits) if digits else 1
 
 
 def cell(row: dict[str, Any], column: Column) -> str:

@@ -1,10 +1,12 @@
-"""manifest.json: what ran, with what, when, and the hash of every file it wrote."""
+"""manifest.json: what ran, with what, when, each file's hash, and the marker that makes it ours."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
+import stat
 import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
@@ -13,6 +15,15 @@ from typing import Any
 
 from sdpa_cli import __version__
 from sdpa_cli.numerics.rng import BIT_GENERATOR
+
+# A folder is sdpa's to replace only when its manifest carries this marker and schema and
+# lists exactly the files that are there, byte for byte (DESIGN §9).
+KIND = "sdpa-run-folder"
+BATCH_KIND = "sdpa-batch-folder"
+SCHEMA_VERSION = 1
+NAME = "manifest.json"
+BATCH_NAME = "sdpa-batch.json"  # a batch folder's own manifest (index.md, report.html)
+_MAX_MANIFEST = 1 << 22  # bytes; sdpa's manifests are a few kilobytes
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -60,8 +71,10 @@ def build(
     workers: int, files: list[Path],
 ) -> dict[str, Any]:
     return {
+        "kind": KIND,
+        "schema_version": SCHEMA_VERSION,
         "sdpa_version": __version__,
-        "argv": argv,
+        "argv": [printable_arg(a) for a in argv],
         "study": spec.get("study"),
         "name": spec.get("name"),
         "spec": spec,
@@ -89,3 +102,138 @@ def build(
             for p in sorted(files, key=lambda p: p.name)
         ],
     }
+
+
+def printable_arg(arg: str) -> str:
+    """An argument as valid UTF-8 text: bytes that were not UTF-8 (kept by Python as lone
+    surrogates) are written as \\xNN, so the manifest can always be encoded."""
+    return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def batch_document_from(files: dict[str, bytes]) -> dict[str, Any]:
+    """A batch folder's manifest: its own files (not the run folders, which carry theirs).
+    No times in it, so two identical batches give identical bytes."""
+    return {"kind": BATCH_KIND, "schema_version": SCHEMA_VERSION, "sdpa_version": __version__,
+            "outputs": [{"path": name, "bytes": len(data), "sha256": sha256_bytes(data)}
+                        for name, data in sorted(files.items())]}
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """A manifest's content if it is a regular file holding a JSON object, else a reason."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None, f"no {path.name}"
+    except OSError as e:
+        return None, f"cannot read {path.name}: {e.strerror or e}"
+    if not stat.S_ISREG(info.st_mode):
+        return None, f"its {path.name} is not a regular file"
+    if info.st_size > _MAX_MANIFEST:
+        return None, f"its {path.name} is too large to be sdpa's"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            raw = os.read(fd, _MAX_MANIFEST + 1)
+        finally:
+            os.close(fd)
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError):
+        return None, f"its {path.name} is not a JSON document sdpa wrote"
+    if not isinstance(doc, dict):
+        return None, f"its {path.name} is not a JSON document sdpa wrote"
+    return doc, ""
+
+
+def _listed(doc: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    entries = doc.get("outputs")
+    if not isinstance(entries, list):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        if not (isinstance(e, dict) and isinstance(e.get("path"), str)
+                and isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str)):
+            return None
+        name = e["path"]
+        if name in ("", ".", "..") or "/" in name or "\\" in name or name in out:
+            return None
+        out[name] = e
+    return out
+
+
+def _file_matches(path: Path, entry: dict[str, Any]) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_size != entry["bytes"]:
+        return False
+    try:
+        return sha256_file(path) == entry["sha256"]
+    except OSError:
+        return False
+
+
+def _check(doc: dict[str, Any], kind: str, name: str) -> str:
+    if doc.get("kind") != kind:
+        return f"its {name} has no sdpa marker"
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return f"its {name} has no sdpa schema version"
+    if version > SCHEMA_VERSION:
+        return f"its {name} has schema {version}, newer than this sdpa knows ({SCHEMA_VERSION})"
+    return ""
+
+
+def run_folder_problem(folder: Path) -> str:
+    """'' when `folder` is a run folder sdpa wrote and nobody changed since: its manifest is
+    sdpa's (marker and schema) and the files listed are exactly the files there, byte for
+    byte. Otherwise why not, for a one-line refusal."""
+    doc, why = _read_json(folder / NAME)
+    if doc is None:
+        return why
+    why = _check(doc, KIND, NAME)
+    if why:
+        return why
+    listed = _listed(doc)
+    if listed is None:
+        return f"its {NAME} does not list its files the way sdpa does"
+    try:
+        present = {e.name for e in os.scandir(folder)} - {NAME}
+    except OSError as e:
+        return f"cannot list it: {e.strerror or e}"
+    extra = sorted(present - set(listed))
+    if extra:
+        return f"it holds files sdpa did not write ({_names(extra)})"
+    missing = sorted(set(listed) - present)
+    if missing:
+        return f"files its {NAME} lists are missing ({_names(missing)})"
+    changed = sorted(n for n, e in listed.items() if not _file_matches(folder / n, e))
+    if changed:
+        return f"files were changed since sdpa wrote them ({_names(changed)})"
+    return ""
+
+
+def batch_file_problem(root: Path, names: tuple[str, ...]) -> str:
+    """'' when every one of `names` in the batch folder `root` is absent, or is listed in the
+    batch manifest sdpa wrote there and unchanged since. Otherwise why not."""
+    present = [n for n in names if os.path.lexists(root / n)]
+    if not present:
+        return ""
+    doc, why = _read_json(root / BATCH_NAME)
+    if doc is None:
+        return f"{_names(present)} {'is' if len(present) == 1 else 'are'} not sdpa's ({why})"
+    why = _check(doc, BATCH_KIND, BATCH_NAME) or \
+        ("" if _listed(doc) is not None else f"its {BATCH_NAME} does not list files")
+    if why:
+        return f"{_names(present)} {'is' if len(present) == 1 else 'are'} not sdpa's ({why})"
+    listed = _listed(doc) or {}
+    changed = [n for n in present if n not in listed or not _file_matches(root / n, listed[n])]
+    if changed:
+        return (f"{_names(changed)} {'was' if len(changed) == 1 else 'were'} not written by sdpa "
+                "or changed since")
+    return ""
+
+
+def _names(names: list[str], most: int = 3) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
@@ -20,7 +27,7 @@ class Progress:
         self.con = console()
         self.live = sys.stderr.isatty() and not quiet
         self.bar: RichProgress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.i = 0
         self.label = ""
 
@@ -33,7 +40,7 @@ class Progress:
             self.task = self.bar.add_task("starting", total=self.total)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self.bar is not None:
             self.bar.__exit__(*exc)
 

@@ -6,15 +6,20 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import json
 import os
+import re
 import secrets
 import shutil
 import signal
 from pathlib import Path
 
+from sdpa_cli import process
 from sdpa_cli.errors import InputError, Problem, RunError
+from sdpa_cli.report import manifest
 
-MARKER = "manifest.json"  # a folder holding one is a run folder sdpa may replace
+MARKER = manifest.NAME  # a run folder sdpa may replace holds its own, matching manifest
+BATCH_FILES = ("index.md", "report.html")  # what a batch writes into its folder, besides runs
 _TMP = ".tmp-"
 _OLD = ".old-"
 
@@ -73,29 +78,41 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _remove(path: Path) -> None:
+    """Remove a temporary entry sdpa made: a folder, a file, or a symlink (never followed)."""
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(OSError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def real_target(target: Path) -> Path:
+    """Where a run folder really goes: a symlinked `--out` (or outputs/NAME) keeps its link,
+    and the folder it points to is the one replaced."""
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
 def clean_stale(target: Path) -> None:
     """Remove temporary folders that killed runs left beside `target`; if a kill struck
     between the two renames of the fallback swap, put the previous folder back."""
     parent = target.parent
     if not parent.is_dir():
         return
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(tmp|old)-(\d+)-[0-9a-f]{{8}}$")
     for entry in parent.iterdir():
-        name = entry.name
-        for tag in (_TMP, _OLD):
-            prefix = f".{target.name}{tag}"
-            if not name.startswith(prefix):
-                continue
-            pid_text = name[len(prefix):].split("-", 1)[0]
-            if not pid_text.isdigit() or _pid_alive(int(pid_text)):
-                continue
-            if tag == _OLD and not target.exists():
-                os.rename(entry, target)
-            else:
-                shutil.rmtree(entry, ignore_errors=True)
+        m = pattern.match(entry.name)
+        if not m or _pid_alive(int(m[2])):
+            continue
+        if m[1] == "old" and not os.path.lexists(target):
+            os.rename(entry, target)
+        else:
+            _remove(entry)
 
 
 def check_replaceable(target: Path, what: str) -> None:
-    """Refuse to replace a folder that sdpa did not make (exit 2, nothing written)."""
+    """Refuse (exit 2, nothing written) to replace anything sdpa did not make: a folder is
+    replaced only when it is empty or its manifest is sdpa's and matches its files."""
     here = Path.cwd().resolve()
     resolved = target.resolve()
     if resolved == here or resolved in here.parents:
@@ -104,12 +121,57 @@ def check_replaceable(target: Path, what: str) -> None:
     for parent in target.parents:
         if parent.exists() and not parent.is_dir():
             raise InputError(Problem(f"{parent} is a file, not a folder", flag=what))
+    if target.is_symlink() and not target.exists():
+        raise InputError(Problem(f"{target} is a symbolic link to {os.readlink(target)}, which "
+                                 "does not exist; point it at a folder or remove it", flag=what))
     if target.exists() and not target.is_dir():
         raise InputError(Problem(f"{target} exists and is not a folder", flag=what))
-    if target.is_dir() and any(target.iterdir()) and not (target / MARKER).is_file():
-        raise InputError(Problem(
-            f"{target} exists and is not an sdpa run folder (no {MARKER}); choose another "
-            "folder or empty it", flag=what))
+    real = real_target(target)
+    if real.is_dir() and any(real.iterdir()):
+        why = manifest.run_folder_problem(real)
+        if why:
+            raise InputError(Problem(
+                f"{target} is not an sdpa run folder: {why}; sdpa replaces only folders it "
+                "wrote, so choose another folder or move this one away yourself", flag=what))
+
+
+def check_batch(root: Path, what: str) -> None:
+    """Refuse (exit 2, before any work) a batch folder whose index.md or report.html sdpa did
+    not write; everything else in it that is not a run folder is left alone."""
+    if root.exists() and not root.is_dir():
+        raise InputError(Problem(f"{root} exists and is not a folder", flag=what))
+    why = manifest.batch_file_problem(root, BATCH_FILES) if root.is_dir() else ""
+    if why:
+        raise InputError(Problem(f"{root}: {why}; sdpa replaces only files it wrote, so choose "
+                                 "another folder or move them away yourself", flag=what))
+
+
+def write_batch(root: Path, files: dict[str, bytes]) -> None:
+    """Write a batch folder's own files and its manifest (sdpa-batch.json), each through a
+    temporary sibling; the renames happen together with SIGINT/SIGTERM held."""
+    process.check()
+    root.mkdir(parents=True, exist_ok=True)
+    why = manifest.batch_file_problem(root, tuple(files))
+    if why:  # it was checked before the run: someone wrote these files meanwhile
+        raise RunError(f"{root}: {why}; left untouched")
+    doc = manifest.batch_document_from({n: data for n, data in files.items()})
+    staged = {**files, manifest.BATCH_NAME:
+              (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")}
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for name, data in staged.items():
+            tmp = root / f".{name}{_TMP}{os.getpid()}-{secrets.token_hex(4)}"
+            temps.append((tmp, root / name))
+            tmp.write_bytes(data)
+        with _signals_held():
+            for tmp, final in temps:
+                os.replace(tmp, final)
+    except OSError as e:
+        raise RunError(f"cannot write {root}: {e.strerror or e}") from None
+    finally:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 def preflight(target: Path) -> None:
@@ -133,57 +195,70 @@ class RunFolder:
     """
 
     def __init__(self, target: Path) -> None:
-        self.target = target
-        self.tmp = target.parent / f".{target.name}{_TMP}{os.getpid()}-{secrets.token_hex(4)}"
+        self.shown = target  # as the user named it, for messages
+        self.target = real_target(target)
+        self.tmp = self.target.parent / (
+            f".{self.target.name}{_TMP}{os.getpid()}-{secrets.token_hex(4)}")
         self.committed = False
 
     def __enter__(self) -> Path:
+        process.check()  # a Ctrl-C that a library swallowed ends the run here
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
             clean_stale(self.target)
             self.tmp.mkdir()
         except OSError as e:
-            raise RunError(f"cannot create the run folder {self.target}: "
+            raise RunError(f"cannot create the run folder {self.shown}: "
                            f"{e.strerror or e}") from None
         except BaseException:
             # Ctrl-C or SIGTERM right after mkdir: __exit__ will not run for a failed
             # __enter__, so remove the folder here.
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            _remove(self.tmp)
             raise
         return self.tmp
 
     def commit(self) -> None:
+        process.check()  # interrupted: the previous folder stays, this one is removed
         with _signals_held():
             self._swap()
 
     def _swap(self) -> None:
+        # Checked again now: a file the user put in the folder during the run must survive.
+        if self.target.is_dir() and any(self.target.iterdir()):
+            why = manifest.run_folder_problem(self.target)
+            if why:
+                raise RunError(f"{self.shown} changed during the run and is no longer an sdpa "
+                               f"run folder ({why}); it was left untouched")
         try:
-            if self.target.exists():
+            if os.path.lexists(self.target):
                 if _exchange(self.tmp, self.target):
-                    shutil.rmtree(self.tmp, ignore_errors=True)  # now holds the old run
+                    _remove(self.tmp)  # now holds the old run
                 else:
                     old = self.target.parent / (
                         f".{self.target.name}{_OLD}{os.getpid()}-{secrets.token_hex(4)}")
                     os.rename(self.target, old)
                     os.rename(self.tmp, self.target)
-                    shutil.rmtree(old, ignore_errors=True)
+                    _remove(old)
             else:
                 os.rename(self.tmp, self.target)
         except OSError as e:
-            raise RunError(f"cannot move the run into {self.target}: {e.strerror or e}") from None
+            raise RunError(f"cannot move the run into {self.shown}: {e.strerror or e}") from None
         self.committed = True
 
     def __exit__(self, *exc: object) -> None:
         if not self.committed:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            _remove(self.tmp)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write a file through a temporary sibling and os.replace."""
+    """Write a file through a temporary sibling and os.replace; on any failure, Ctrl-C
+    included, the sibling is removed."""
     tmp = path.parent / f".{path.name}{_TMP}{os.getpid()}-{secrets.token_hex(4)}"
     try:
         tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise RunError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()

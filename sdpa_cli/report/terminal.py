@@ -80,8 +80,9 @@ def show_table(con: Console, table: Table, *, wide: bool = False) -> None:
     rendered, hidden = rich_table(table, con.width, wide=wide)
     if wide:  # every column at its natural width; a narrow terminal wraps the lines
         natural = Console(file=con.file, width=max(con.width, measure(rendered)),
-                          color_system=con.color_system, force_terminal=con.is_terminal,
-                          no_color=con.no_color, highlight=False)  # type: ignore[arg-type]
+                          color_system=con.color_system,  # type: ignore[arg-type]
+                          force_terminal=con.is_terminal, no_color=con.no_color,
+                          highlight=False)
         natural.print(rendered)
     else:
         con.print(rendered)

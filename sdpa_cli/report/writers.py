@@ -52,8 +52,20 @@ def table_md(result: Result, figures: list[str] | None = None) -> str:
     return "\n".join(result_markdown(result, level=1, figures=figures or [])) + "\n"
 
 
-def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[str]:
-    """One experiment in Markdown; headings start at `level`; figures are relative paths."""
+def fold_table(title: str, table: list[str], fold: int | None) -> list[str]:
+    """A table, inside <details> (closed; GitHub and browsers open it on a click) when it has
+    more than `fold` rows."""
+    rows = len(table) - 2
+    if fold is None or rows <= fold:
+        return table
+    return ["<details>", f"<summary>{title} ({rows} rows)</summary>", "", *table, "",
+            "</details>"]
+
+
+def result_markdown(result: Result, *, level: int, figures: list[str],
+                    fold: int | None = None) -> list[str]:
+    """One experiment in Markdown; headings start at `level`; figures are relative paths;
+    tables of more than `fold` rows are collapsed."""
     h = "#" * level
     lines = [f"{h} {result.title}", ""]
     if result.source:
@@ -67,13 +79,16 @@ def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[s
     for panel in result.panels:
         mark = " (finding)" if panel.style == "warn" else ""
         lines += [f"{h}## {panel.title}{mark}", "", "```text", *panel.lines, "```", ""]
-    lines += [f"{h}# {result.table.title}", "", *markdown_table(result.table), ""]
-    for t in result.tables:
-        lines += [f"{h}# {t.title}", "", *markdown_table(t), ""]
+    for t in (result.table, *result.tables):
+        lines += [f"{h}# {t.title}", "", *fold_table(t.title, markdown_table(t), fold), ""]
     if result.findings:
         lines += [f"{h}# What the data shows", ""] + [f"- {t}" for t in result.findings] + [""]
+    captions = {f"{f.name}.png": f.caption for f in result.figures}
     for path in figures:
         lines += [f"![{path}]({path})", ""]
+        caption = captions.get(path.rsplit("/", 1)[-1])
+        if caption:
+            lines += [f"*{caption}*", ""]
     if result.checks:
         failed = [c for c in result.checks if not c.passed]
         lines += [f"{h}# Checks", "",
@@ -84,18 +99,19 @@ def result_markdown(result: Result, *, level: int, figures: list[str]) -> list[s
                          f"{_md_escape(c.detail)} |")
         lines.append("")
     if result.audit:
-        lines += [f"{h}# Audit of the document's numbers", "",
-                  "| where | quantity | printed | computed | tolerance | status |",
-                  "|---|---|---|---|---|---|"]
+        lines += [f"{h}# Audit of the document's numbers", ""]
+        audit = ["| where | quantity | printed | computed | tolerance | status |",
+                 "|---|---|---|---|---|---|"]
         for a in result.audit:
             status = a.status if a.status == "match" else "**mismatch**"
             if a.accepted:
                 status += " (accepted)"
-            lines.append(
+            audit.append(
                 f"| {_md_escape(a.source)} | {_md_escape(a.quantity)} | {_md_escape(a.printed)} | "
-                f"{audit_number(a.computed, a.tolerance)} | {number(a.tolerance)} | {status} |"
+                f"{audit_number(a.computed, a.tolerance, a.printed)} | {number(a.tolerance)} | "
+                f"{status} |"
             )
-        lines.append("")
+        lines += [*fold_table("Audit of the document's numbers", audit, fold), ""]
         notes = [a for a in result.audit if a.note or a.accepted]
         if notes:
             lines += ["Notes on findings:", ""]

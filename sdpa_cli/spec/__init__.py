@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from sdpa_cli import registry
 from sdpa_cli.errors import InputError, Problem, SpecFieldError
 from sdpa_cli.numerics.rng import fresh_entropy
+from sdpa_cli.spec import limits
 from sdpa_cli.spec.common import NAME_PATTERN, SpecBase
 from sdpa_cli.spec.yamlio import Document, field_name, parse, read_text
 
@@ -78,7 +79,10 @@ def load(
     if data.get("seed") is None and cls.needs_seed(data):
         data["seed"] = fresh_entropy()
     try:
-        return cls.model_validate(data)
+        resolved = cls.model_validate(data)
+        # the one place every resolved spec passes: work, memory and output guards
+        limits.check(resolved, registry.get(study).limits)
+        return resolved
     except ValidationError as e:
         raise InputError(_translate(e, cls, origin)) from None
     except SpecFieldError as e:

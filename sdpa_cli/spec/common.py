@@ -20,6 +20,8 @@ from pydantic import (
 from sdpa_cli.numerics.scaling import Scaling
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a folder name that cannot climb out
+# Files a batch folder holds beside its run folders: no run may take their names.
+RESERVED_NAMES = ("index.md", "report.html", "sdpa-batch.json")
 
 # Work guard: more random draws than this would run for hours; refuse up front (exit 2).
 MAX_DRAWS = 10**12
@@ -199,7 +201,21 @@ class SpecBase(Model):
     seed: Int | None = Field(None, ge=0)  # entropy of the run; drawn and recorded if absent
     documented: list[Documented] = []  # the document's printed numbers, audited
 
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, v: str | None) -> str | None:
+        if v is not None and v.lower() in RESERVED_NAMES:
+            raise ValueError(f"{v!r} is the name of a batch folder's own file "
+                             f"({', '.join(RESERVED_NAMES)}); choose another name")
+        return v
+
     @property
     def document(self) -> str:
         """The document file named in `source` (the part before the first comma)."""
         return self.source.split(",")[0].strip()
+
+    @property
+    def entropy(self) -> int:
+        """The seed once drawn (spec.load draws and records one for a study that needs it)."""
+        assert self.seed is not None, "the seed is drawn when the spec is loaded"
+        return int(self.seed)

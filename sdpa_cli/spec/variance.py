@@ -83,6 +83,12 @@ class VarianceSpec(VectorLawFields):
     bins: Int = Field(50, ge=1, le=1000)  # histogram bins in the figures
     se_tolerance: Float = Field(4.0, gt=0)  # a check passes when |z| ≤ this
 
+    @property
+    def dim_list(self) -> list[int]:
+        """dims once resolved (from d_model/heads or the default): never None after load."""
+        assert self.dims is not None, "dims are resolved when the spec is validated"
+        return list(self.dims)
+
     @model_validator(mode="after")
     def _resolve(self) -> VarianceSpec:
         dims = self.resolve_dims(self.dims)

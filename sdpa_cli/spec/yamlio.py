@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,9 @@ from sdpa_cli.errors import InputError, Problem
 
 MAX_BYTES = 1 << 20  # a spec is a page of YAML, not a data set
 MAX_NODES = 100_000  # guards against alias bombs ("billion laughs")
+MAX_DEPTH = 32  # nesting of lists and mappings; the composer recurses once per level
+FLOAT_MAX = sys.float_info.max
+_MAX_DIGITS = 310  # more decimal digits than this can only be beyond float64's range
 
 Path_ = tuple[str | int, ...]
 
@@ -46,9 +52,22 @@ _Loader.add_implicit_resolver(
 )
 
 
+class OutOfRange(ValueError):
+    """A number float64 cannot hold; every numeric field of a spec becomes a float somewhere."""
+
+
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node)).replace("_", "")
-    return int(text, 0) if text[:2] in ("0x", "0o") else int(text)
+    digits = text.lstrip("+-")
+    # Checked before int(): Python refuses to parse over 4300 digits with a message about
+    # sys.set_int_max_str_digits(), and a huge int overflows the first float() it meets.
+    if digits[:2] not in ("0x", "0o") and len(digits) > _MAX_DIGITS:
+        raise OutOfRange(f"a whole number of {len(digits)} digits is beyond float64's range "
+                         f"(about ±{FLOAT_MAX:.1e})")
+    value = int(text, 0) if digits[:2] in ("0x", "0o") else int(text)
+    if abs(value) > FLOAT_MAX:
+        raise OutOfRange(f"is beyond float64's range (about ±{FLOAT_MAX:.1e})")
+    return value
 
 
 def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
@@ -57,7 +76,11 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
         return float("-inf") if text.startswith("-") else float("inf")
     if text == ".nan":
         return float("nan")
-    return float(text)
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e400 would silently become ±infinity
+        raise OutOfRange(f"is beyond float64's range (about ±{FLOAT_MAX:.1e}); write .inf "
+                         "or -.inf if infinity is meant")
+    return value
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
@@ -87,20 +110,76 @@ class Document:
         return self.marks.get((), (None, None))
 
 
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """Why a file of this mode cannot be a spec, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a spec file"
+    kind = next((text for test, text in _KINDS if test(mode)), "not a regular file")
+    return f"is {kind}, not a regular file; a spec is a YAML file"
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
+def read_bytes(path: Path, *, limit: int = MAX_BYTES) -> bytes:
+    """At most limit + 1 bytes of a regular file: a device (/dev/zero), a FIFO or a file of
+    gigabytes is refused without reading it, so the limit bounds the memory a spec can take."""
+    name = str(path)
+    if _has_control(name):
+        raise InputError(Problem("the file name holds a control character; rename the file",
+                                 file=ascii(name)))
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks: what would be read
+    except FileNotFoundError:
+        dangling = os.path.islink(path)
+        raise InputError(Problem("is a symbolic link to nothing" if dangling
+                                 else "no such file", file=name)) from None
+    except OSError as e:
+        raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
+    why = _not_regular(mode)
+    if why:
+        raise InputError(Problem(why, file=name))
+    try:
+        # O_NONBLOCK: if the path is swapped for a FIFO after the stat, open does not hang.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
+    try:
+        info = os.fstat(fd)
+        why = _not_regular(info.st_mode)
+        if why:
+            raise InputError(Problem(why, file=name))
+        if info.st_size > limit:
+            raise InputError(Problem(f"is {info.st_size} bytes; a spec may be at most {limit}",
+                                     file=name))
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
+    finally:
+        os.close(fd)
+    if size > limit:  # it grew after the stat
+        raise InputError(Problem(f"is more than {limit} bytes; a spec may be at most {limit}",
+                                 file=name))
+    return b"".join(chunks)
+
+
 def read_text(path: Path) -> str:
     """The file's text, or an InputError that says why it cannot be a spec."""
     name = str(path)
-    if not path.exists():
-        raise InputError(Problem("no such file", file=name))
-    if path.is_dir():
-        raise InputError(Problem("is a folder, not a spec file", file=name))
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(Problem(f"is {len(raw)} bytes; a spec may be at most {MAX_BYTES}",
-                                 file=name))
+    raw = read_bytes(path)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -111,15 +190,34 @@ def read_text(path: Path) -> str:
         ) from None
 
 
+def _check_depth(text: str, file: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before composing: PyYAML's composer (and every
+    walk over the data after it) recurses once per level, so `[[[[…` would exhaust the stack.
+    The event parser is iterative, so this scan itself is safe at any depth."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise InputError(Problem(
+                    f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of "
+                    "keys and lists", file=file, line=mark.line + 1 if mark else None,
+                    col=mark.column + 1 if mark else None))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def parse(text: str, file: str) -> Document:
     """Parse YAML text into a Document; every error is one located InputError."""
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
+        _check_depth(text, file)
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        problem = (e.problem or e.context or "invalid YAML").strip()
+        problem = " ".join((e.problem or e.context or "invalid YAML").split())
         if "\t" in problem or "'\\t'" in problem:
             problem = "a tab character; YAML indents with spaces only"
         elif e.context and e.context_mark and e.problem and e.context_mark is not mark:
@@ -180,17 +278,26 @@ class _Builder:
             raise self._fail(node, f"more than {MAX_NODES} values (alias expansion?)", path)
         self.doc.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if node.tag not in _PLAIN_TAGS:  # !!python/… and other types are refused, not built
-            raise self._fail(node, f"unsupported YAML tag {node.tag}", path)
+            raise self._fail(node, f"unsupported YAML tag {_tag(node.tag)}", path)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise self._fail(key_node, "keys must be plain words", path)
-                key = self.loader.construct_object(key_node)
+                if key_node.tag != self._implicit(key_node):
+                    raise self._fail(key_node, f"keys must be plain words, not tagged "
+                                     f"({_tag(key_node.tag)})", path)
+                try:
+                    key = self.loader.construct_object(key_node)
+                except (yaml.YAMLError, ValueError):
+                    key = str(key_node.value)
                 if key == "<<":
                     raise self._fail(key_node, "merge keys (<<) are not supported", path)
                 if not isinstance(key, str):
                     key = str(key_node.value)
+                if _control(key):
+                    raise self._fail(key_node, f"a key holds the control character "
+                                     f"{_control(key)}", path)
                 child = (*path, key)
                 if key in out:
                     first = self.doc.key_marks[child][0]
@@ -204,9 +311,48 @@ class _Builder:
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         self.doc.texts[path] = node.value
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            if isinstance(value, str) and _control(value):
+                # it would reach the terminal and table.md: an escape sequence can recolour,
+                # retitle or hide what sdpa prints
+                raise self._fail(node, f"text holds the control character {_control(value)}; "
+                                 "remove it (tabs and newlines are fine)", path)
+            return value
+        except OutOfRange as e:
+            raise self._fail(node, str(e), path) from None
+        except yaml.MarkedYAMLError as e:
+            raise self._fail(node, f"cannot read value {_short(node.value)}: "
+                             f"{' '.join(str(e.problem).split())}", path) from None
         except (yaml.YAMLError, ValueError) as e:
-            raise self._fail(node, f"cannot read value {node.value!r}: {e}", path) from None
+            raise self._fail(node, f"cannot read value {_short(node.value)}: "
+                             f"{' '.join(str(e).split())[:120]}", path) from None
+
+    def _implicit(self, node: yaml.ScalarNode) -> str:
+        """The tag this scalar would have without an explicit one (quoted text is a str)."""
+        if node.style is not None:
+            return "tag:yaml.org,2002:str"
+        return str(self.loader.resolve(yaml.ScalarNode, node.value, (True, False)))
+
+
+def _control(text: str) -> str | None:
+    """The first control character in text other than tab and newline, as 0xNN, or None."""
+    for ch in text:
+        code = ord(ch)
+        if (code < 32 and ch not in "\t\n") or 127 <= code < 160:
+            return f"0x{code:02x}"
+    return None
+
+
+def _tag(tag: str) -> str:
+    """'tag:yaml.org,2002:python/name:os.system' → '!!python/name:os.system' (cut short)."""
+    text = tag.replace("tag:yaml.org,2002:", "!!")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _short(text: object, limit: int = 40) -> str:
+    """repr() of a value for a one-line message, cut to `limit` characters."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
 
 def _field_name(path: Path_) -> str:

@@ -120,7 +120,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     elif source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
-        figures = [_vs_scale_figure(spec, rows)]
+        figures = [_vs_scale_figure(spec, rows)] if ctx.figures else []
         title = "Softmax Jacobian of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures = _vector_run(spec, ctx)
@@ -189,7 +189,9 @@ def _vs_scale_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
         points.append(point)
     return Figure("jacobian_vs_scale", "saturation.jacobian_vs_scale",
                   "Size of the softmax Jacobian as the scores are scaled",
-                  {"points": points, "n": n, "scores": list(spec.scores or [])})
+                  {"points": points, "n": n, "scores": list(spec.scores or [])},
+                  caption="Follow ‖J‖_F as the scores are scaled up: once one weight takes "
+                          "nearly everything, it falls towards zero, and the gradient with it.")
 
 
 # --- source 2 -----------------------------------------------------------------------------
@@ -334,7 +336,9 @@ def _vs_std_figure(spec: JacobianSpec, rows: list[dict[str, Any]],
         })
     return Figure("frobenius_vs_std", "saturation.frobenius_vs_std",
                   "Mean ‖J‖_F of softmax of n iid N(0, s²) scores versus s",
-                  {"curves": curves, "trials": spec.trials, "se_k": 2.0})
+                  {"curves": curves, "trials": spec.trials, "se_k": 2.0},
+                  caption="‖J‖_F is small at both ends, near-uniform weights (small s) and "
+                          "near one-hot weights (large s), and largest in between.")
 
 
 def _phase_figure(spec: JacobianSpec, rows: list[dict[str, Any]],

@@ -86,6 +86,7 @@ class Figure:
     kind: str
     title: str
     data: Mapping[str, Any]
+    caption: str = ""  # what to look at in it (not the title again); reports show it below
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,65 @@ class Result:
         for t in self.tables:
             doc.setdefault("tables", {})[t.name] = list(t.rows)
         doc.update(self.extra)
-        return clean(doc)
+        doc["layout"] = self._layout()
+        cleaned: dict[str, Any] = clean(doc)
+        return cleaned
+
+    def _layout(self) -> dict[str, Any]:
+        """How the result is shown (columns, panels, figure captions), so a report can be
+        rebuilt from results.json alone, long after the run."""
+        return {
+            "description": self.description,
+            "expect": list(self.expect),
+            "panels": [vars(p) for p in self.panels],
+            "tables": [_table_layout(t) for t in (self.table, *self.tables)],
+            "figures": [{"name": f.name, "kind": f.kind, "title": f.title,
+                         "caption": f.caption} for f in self.figures],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Result:
+        """A Result read back from results.json, for reports: figures carry no data; a file
+        written before `layout` existed gets plain columns named after its row keys."""
+        layout = doc.get("layout") or {}
+        more = doc.get("tables") or {}
+        shapes = layout.get("tables") or [{"name": ""}, *({"name": n} for n in more)]
+        tables = [_table_from(shapes[0], doc.get("rows") or [])]
+        tables += [_table_from(s, more.get(s.get("name", "")) or []) for s in shapes[1:]]
+        known = {"study", "name", "title", "source", "spec", "rows", "checks", "audit", "passed",
+                 "theory", "findings", "notes", "tables", "layout"}
+        return cls(
+            study=str(doc.get("study", "")), name=str(doc.get("name", "")),
+            title=str(doc.get("title") or doc.get("name", "")),
+            source=str(doc.get("source", "")), description=str(layout.get("description", "")),
+            spec=doc.get("spec") or {}, table=tables[0], tables=tuple(tables[1:]),
+            checks=tuple(Check(**c) for c in doc.get("checks") or []),
+            audit=tuple(AuditEntry(**a) for a in doc.get("audit") or []),
+            theory=tuple(doc.get("theory") or []), findings=tuple(doc.get("findings") or []),
+            expect=tuple(layout.get("expect") or []), notes=tuple(doc.get("notes") or []),
+            figures=tuple(Figure(f["name"], f.get("kind", ""), f.get("title", ""), {},
+                                 f.get("caption", "")) for f in layout.get("figures") or []),
+            panels=tuple(Panel(p["title"], tuple(p["lines"]), p.get("style", "plain"))
+                         for p in layout.get("panels") or []),
+            extra={k: v for k, v in doc.items() if k not in known},
+        )
+
+
+def _table_layout(t: Table) -> dict[str, Any]:
+    return {"name": t.name, "title": t.title, "terminal": t.terminal,
+            "columns": [vars(c) for c in t.columns]}
+
+
+def _table_from(shape: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> Table:
+    columns = shape.get("columns")
+    if columns is None:  # no layout: every row key, in first-seen order
+        keys: list[str] = []
+        for row in rows:
+            keys.extend(k for k in row if k not in keys)
+        columns = [{"key": k, "header": k} for k in keys]
+    return Table(str(shape.get("name", "")), str(shape.get("title") or shape.get("name", "")),
+                 tuple(Column(**c) for c in columns), tuple(rows),
+                 bool(shape.get("terminal", True)))
 
 
 def clean(value: Any) -> Any:

@@ -22,6 +22,7 @@ from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.slopes import fit_slope, theory_slope
 from sdpa_cli.spec.common import Documented
+from sdpa_cli.spec.limits import SCALE_RANGE
 from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.studies.common import canonical, finite
@@ -31,7 +32,7 @@ from sdpa_cli.studies.result import Check, Figure
 
 # Scales are clamped into this range before softmax: beyond it the weights are already
 # exactly one-hot (or exactly uniform), and 0 or inf would make the scaled scores undefined.
-SCALE_RANGE = (1e-300, 1e300)
+# (SCALE_RANGE, from spec.limits: a spec's own scales outside it are refused there.)
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64

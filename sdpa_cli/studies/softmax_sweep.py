@@ -108,7 +108,8 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     elif source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
-        figures.append(_weights_figure(spec, rows))
+        if ctx.figures:  # --no-plots: the figure's copy of every weight is not made
+            figures.append(_weights_figure(spec, rows))
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)
@@ -173,6 +174,8 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
          "dim": spec.dim, "by": "scaling" if spec.uses_rules else "multiplier"},
+        caption="Compare the bars across scales: the larger the scale, the more of the "
+                "weight the top-scoring key takes.",
     )
 
 

@@ -15,6 +15,7 @@ from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.variance import VarianceSpec
 from sdpa_cli.studies.audit import (
+    Lookup,
     find_rows,
     pick,
     selector_problem,
@@ -87,7 +88,7 @@ FIELDS = row_fields(VarianceRow)
 
 def plan_rows(spec: VarianceSpec) -> list[dict[str, Any]]:
     """The (dim, scaling) key of every row the run will produce, without running it."""
-    return [{"dim": d, "scaling": s.label} for d in spec.dims for s in spec.scalings]
+    return [{"dim": d, "scaling": s.label} for d in spec.dim_list for s in spec.scalings]
 
 
 def documented_problem(spec: VarianceSpec, entry: Documented) -> str | None:
@@ -106,12 +107,12 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
     typed: list[VarianceRow] = []
     checks: list[Check] = []
     per_dim: list[tuple[int, theory.DotMoments, DotStats]] = []
-    for i, d in enumerate(spec.dims):
+    for i, d in enumerate(spec.dim_list):
         mom = theory.dot_moments(law.kind, d, law.m, law.rho)
         scale = _scale(law, mom)
         lo, hi = _range(law, d, mom)
         stats = simulate_dots(
-            law, d, spec.pairs, entropy=spec.seed, key=(i,), method=spec.method,
+            law, d, spec.pairs, entropy=spec.entropy, key=(i,), method=spec.method,
             workers=ctx.workers, executor=ctx.executor, dot_range=(lo / scale, hi / scale),
             cosine=want_cosine, scale=scale,
         )
@@ -125,7 +126,9 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
         spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
         checks=checks, lookup=_lookup(rows), theory=_theory_lines(spec, law),
-        notes=_notes(spec, per_dim), figures=_figures(spec, law, unit, per_dim, typed),
+        notes=_notes(spec, per_dim),
+        # --no-plots: no figure data at all (its histograms and densities cost per dim)
+        figures=_figures(spec, law, unit, per_dim, typed) if ctx.figures else (),
         findings=findings(typed), expect=_expect(spec, law),
     )
 
@@ -255,7 +258,7 @@ def _check(row: VarianceRow, k: float) -> Check:
     )
 
 
-def _lookup(rows: list[dict[str, Any]]):
+def _lookup(rows: list[dict[str, Any]]) -> Lookup:
     def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
         found = find_rows(rows, _canonical(entry).row)
         if len(found) != 1:
@@ -371,9 +374,11 @@ def _figures(
         "histograms", "variance.histograms",
         "Distribution of q·k by dimension" + (f", raw and {scaled.formula}" if scaled else ""),
         {"panels": panels, "distribution": spec.distribution, "pairs": spec.pairs},
+        caption="Compare the widths across d: raw q·k spreads out as d grows"
+                + (f"; see what {scaled.formula} does to that spread." if scaled else "."),
     )
     curves = []
-    d_lo, d_hi = min(spec.dims), max(spec.dims)
+    d_lo, d_hi = min(spec.dim_list), max(spec.dim_list)
     grid = np.unique(np.geomspace(max(1.0, d_lo / 1.5), d_hi * 1.5, 200).round(6))
     for scaling in spec.scalings:
         pts = [r for r in rows if r.scaling == scaling.label]
@@ -401,21 +406,23 @@ def _figures(
     about_std = any(split_quantity(e.quantity)[0] in ("std", "theory_std")
                     for e in spec.documented)
     what = "sd(q·k)" if about_std else "Var(q·k)"
-    title = (f"{what} at d = {spec.dims[0]} under each rule" if len(spec.dims) == 1
+    title = (f"{what} at d = {spec.dim_list[0]} under each rule" if len(spec.dim_list) == 1
              else f"{what} versus d") + f" (points ± {spec.se_tolerance:g} se)"
     vvd = Figure(
         "variance_vs_dim", "variance.vs_dim", title,
         {"curves": curves, "quantity": "std" if about_std else "variance",
          "se_k": spec.se_tolerance},
+        caption="Points are measurements with their ±se bars, lines the closed form each "
+                "should sit on: a point off its line is a failed check.",
     )
     return hist, vvd
 
 
 def _rule_label(spec: VarianceSpec, scaling: Scaling) -> str:
     """÷√64 (d_k), ÷√512 (d_model) at one dimension; the rule's formula over many."""
-    if len(spec.dims) != 1:
+    if len(spec.dim_list) != 1:
         return "raw q·k" if scaling.label == "none" else scaling.formula
-    d = spec.dims[0]
+    d = spec.dim_list[0]
     label = divisor_label(scaling, d)
     if label == "unscaled":
         return "raw q·k"
@@ -453,10 +460,12 @@ def _histogram_series(d: int, summary: Summary, law: PairLaw, c: float, shift: f
     total = summary.histogram.total
     with np.errstate(over="ignore", invalid="ignore"):
         phys = c * (shift + scale * edges)
-    widths = np.diff(phys)
     empty = {"dim": d, "edges": [], "density": [], "x": [], "theory": [],
              "theory_kind": "none", "range": [0.0, 0.0]}
-    if not total or not np.all(np.isfinite(phys)) or not np.all(widths > 0):
+    if not total or not np.all(np.isfinite(phys)):  # before np.diff: inf − inf warns
+        return empty
+    widths = np.diff(phys)
+    if not np.all(widths > 0):
         return empty
     density = counts / (total * widths)
     x = np.linspace(edges[0], edges[-1], 400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.style
@@ -17,7 +18,7 @@ DPI = 110  # screen size; print wants 300 (--dpi)
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")
 
-_RC = {
+_RC: dict[str, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 10,
     "axes.titlesize": 11,
@@ -34,7 +35,7 @@ _RC = {
 def context() -> Iterator[None]:
     """matplotlib's defaults plus ours, whatever the user's matplotlibrc says."""
     with matplotlib.rc_context(), matplotlib.style.context("default"):
-        matplotlib.rcParams.update(_RC)
+        matplotlib.rcParams.update(_RC)  # type: ignore[arg-type]
         yield
 
 

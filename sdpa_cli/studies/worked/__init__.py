@@ -143,4 +143,6 @@ def _figures(runs: dict[str, PartRun]) -> tuple[Figure, ...]:
     if not panels:
         return ()
     return (Figure("weights", "worked.weights",
-                   "Attention weights without and with scaling", {"parts": panels}),)
+                   "Attention weights without and with scaling", {"parts": panels},
+                   caption="Compare each row without and with scaling: dividing the scores "
+                           "spreads the weight over more keys."),)

@@ -7,6 +7,7 @@ import dataclasses
 import difflib
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -107,7 +108,8 @@ def resolve_bare(entry: Documented, qty: dict[str, Any]) -> Documented:
     return entry.model_copy(update={"quantity": f"{name}.{kind}", "note": note})
 
 
-def make_lookup(runs: dict[str, PartRun], spec: WorkedExampleSpec):
+def make_lookup(runs: dict[str, PartRun], spec: WorkedExampleSpec
+                ) -> Callable[[Documented, str], tuple[float | None, float | None]]:
     def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
         part = part_of(spec, entry)
         run = runs.get(part or "")

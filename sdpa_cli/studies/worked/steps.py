@@ -146,6 +146,13 @@ class Replay:
         return lambda i, j: expansion(e[i], w[:, j], float(p[i, j]))
 
 
+def scores_width(k: np.ndarray | None, scores: np.ndarray) -> int:
+    """d_k when the spec does not say: the keys' width (given scores carry no d_k, and the
+    spec model then requires d_k)."""
+    assert k is not None
+    return int(k.shape[1])
+
+
 def replay(part: Part) -> Replay:
     m = att.as_matrix
     e = m(part.embeddings) if part.embeddings is not None else None
@@ -153,13 +160,18 @@ def replay(part: Part) -> Replay:
     projected = {x: att.project(e, m(getattr(part, f"w_{x}"))) for x in "qkv"
                  if e is not None and getattr(part, f"w_{x}") is not None}
     q, k, v = (stated.get(x, projected.get(x)) for x in "qkv")
-    scores = m(part.scores) if part.scores is not None else q @ k.T
-    d_k = part.d_k if part.d_k is not None else k.shape[1]
+    if part.scores is not None:
+        scores = m(part.scores)
+    else:
+        assert q is not None and k is not None  # the spec model requires scores or q and k
+        scores = q @ k.T
+    d_k = part.d_k if part.d_k is not None else scores_width(k, scores)
     root = math.sqrt(d_k)
     printed_div = part.scale if part.scale != "sqrt" else None
     from_w = None
     if any(x in stated and x in projected for x in "qkv"):
         qw, kw, vw = (projected.get(x, stated.get(x)) for x in "qkv")
+        assert qw is not None and kw is not None and vw is not None
         from_w = att.attend(qw @ kw.T, root, vw)
     rows, cols = labels(part, *scores.shape)
     return Replay(

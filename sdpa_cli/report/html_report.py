@@ -1,0 +1,254 @@
+"""report.html: a batch folder's experiments on one self-contained page, as the documents go."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sdpa_cli.report import provenance
+from sdpa_cli.report.collect import Entry, by_document
+from sdpa_cli.report.formatting import audit_number, cell, number
+from sdpa_cli.studies.result import Result, Table
+
+FOLD = 40  # tables of more rows are collapsed in <details> (opened by a click, no script)
+GENERATOR = "sdpa batch report"
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto;
+  max-width: 78rem; padding: 0 1rem; color: #1d2330; line-height: 1.45; }
+h1 { margin-bottom: .2rem; } h2 { margin-top: 2.6rem; border-bottom: 2px solid #d8dce6;
+  padding-bottom: .2rem; } h3 { margin: 2rem 0 .3rem; } h4 { margin: 1rem 0 .3rem; }
+.meta { color: #5b6475; margin: .1rem 0; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .86rem; }
+th, td { border: 1px solid #d8dce6; padding: .2rem .5rem; text-align: right;
+  vertical-align: top; }
+th { background: #f1f3f8; } td.text, th.text { text-align: left; }
+tr.mismatch td { background: #fde8e8; } tr.accepted td { background: #fff6db; }
+tr.fail td { background: #fde8e8; }
+.status { display: inline-block; padding: 0 .5rem; border-radius: .6rem; font-size: .8rem;
+  font-weight: 600; } .passed { background: #dcf5e3; color: #14632f; }
+.failed, .error, .unreadable { background: #fde0e0; color: #8a1414; }
+.skipped { background: #eee; }
+figure { margin: .8rem 0; break-inside: avoid; }
+figure img { max-width: 100%; border: 1px solid #e3e6ee; }
+figcaption { color: #3d4556; font-size: .9rem; max-width: 60rem; }
+pre { background: #f6f7fa; padding: .6rem .8rem; font-size: .85rem; white-space: pre-wrap;
+  overflow-wrap: anywhere; }
+pre.warn { border-left: 4px solid #e0a800; } ul.theory li { margin: .15rem 0; }
+details { margin: .5rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
+nav ol { margin: .2rem 0; } nav li { margin: .1rem 0; } nav .doc { margin-top: .5rem; }
+.top { font-size: .85rem; margin: .5rem 0 0; } .seed { font-family: monospace, monospace; }
+.summary { background: #f6f7fa; border: 1px solid #d8dce6; padding: .4rem 1rem; }
+@media print {
+  body { max-width: none; margin: 0; font-size: 10pt; }
+  .top { display: none; }
+  h2.doc { break-before: page; }
+  h3, h4 { break-after: avoid; } h4 { margin: .6rem 0 .2rem; }
+  table { font-size: 8pt; max-width: 100%; } tr { break-inside: avoid; }
+  th, td { padding: .1rem .35rem; } td.text { overflow-wrap: break-word; }
+  pre { font-size: 7.5pt; line-height: 1.25; padding: .3rem .5rem; }
+  figure img { max-height: 11cm; max-width: 100%; width: auto; }
+  a { color: inherit; text-decoration: none; }
+}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fold(title: str, rows: int, inner: str, heading: str = "h4") -> str:
+    """A titled table, collapsed in <details> when it has more than FOLD rows."""
+    if rows > FOLD:
+        return (f"<details><summary>{_e(title)} ({rows} rows; click to open)</summary>"
+                f"{inner}</details>")
+    return f"<{heading}>{_e(title)}</{heading}>{inner}"
+
+
+def _table(table: Table) -> str:
+    head = "".join(f'<th class="{"text" if c.fmt == "text" else "num"}">{_e(c.header)}</th>'
+                   for c in table.columns)
+    rows = []
+    for row in table.rows:
+        cells = "".join(
+            f'<td class="{"text" if c.fmt == "text" else "num"}">{_e(cell(dict(row), c))}</td>'
+            for c in table.columns)
+        rows.append(f"<tr>{cells}</tr>")
+    inner = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return _fold(table.title, len(table.rows), inner)
+
+
+def _figure(path: Path, title: str, caption: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    text = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
+    return f'<figure><img alt="{_e(title)}" src="data:image/png;base64,{data}">{text}</figure>'
+
+
+def _checks(r: Result) -> str:
+    passed = sum(c.passed for c in r.checks)
+    rows = "".join(
+        f'<tr class="{"" if c.passed else "fail"}"><td class="text">{_e(c.name)}</td>'
+        f'<td class="text">{"pass" if c.passed else "FAIL"}</td>'
+        f'<td class="text">{_e(c.detail)}</td></tr>' for c in r.checks)
+    inner = ('<table><thead><tr><th class="text">check</th><th class="text">result</th>'
+             f'<th class="text">detail</th></tr></thead><tbody>{rows}</tbody></table>')
+    return _fold(f"Checks: {passed} of {len(r.checks)} passed", len(r.checks), inner)
+
+
+def _audit(r: Result) -> str:
+    rows = []
+    for a in r.audit:
+        cls = "" if a.status == "match" else ("accepted" if a.accepted else "mismatch")
+        status = a.status + (" (accepted)" if a.accepted else "")
+        why = a.note or a.accepted or ""
+        rows.append(f'<tr class="{cls}"><td class="text">{_e(a.source)}</td>'
+                    f'<td class="text">{_e(a.quantity)}</td><td>{_e(a.printed)}</td>'
+                    f"<td>{_e(audit_number(a.computed, a.tolerance, a.printed))}</td>"
+                    f"<td>{_e(number(a.tolerance))}</td>"
+                    f'<td class="text">{_e(status)}</td><td class="text">{_e(why)}</td></tr>')
+    bad = [a for a in r.audit if a.status == "mismatch"]
+    accepted = sum(1 for a in bad if a.accepted)
+    inner = ('<table><thead><tr><th class="text">where</th><th class="text">quantity</th>'
+             '<th>printed</th><th>computed</th><th>tolerance</th><th class="text">status</th>'
+             f'<th class="text">note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    title = (f"Audit of the document's numbers: {len(r.audit)} printed, {len(bad)} mismatched "
+             f"({accepted} accepted as known findings)")
+    return _fold(title, len(r.audit), inner)
+
+
+def _section(e: Entry, root: Path) -> str:
+    r = e.result
+    out = [f'<section id="{e.anchor}">',
+           f'<h3>{_e(e.title or e.name)} <span class="status {e.status}">{_e(e.status)}</span>'
+           "</h3>"]
+    if e.source:
+        out.append(f'<p class="meta">Reproduces: {_e(e.source)}</p>')
+    # The resolved spec in the folder, not the file it came from: the report reads the same
+    # whichever command last rebuilt it.
+    where = [f"run folder {_e(e.name)}/ (resolved spec: spec.yaml)" if r else
+             f"spec {_e(e.spec_file or '—')}"]
+    if r is not None:
+        where.append(f"study {_e(r.study)}")
+        seed = r.spec.get("seed")
+        if seed is not None:
+            where.append(f"seed {_e(seed)}")
+    out.append(f'<p class="meta">{" · ".join(where)}</p>')
+    if e.error or e.status in ("error", "skipped"):
+        what = f"This batch's run {'was skipped' if e.status == 'skipped' else 'failed'}"
+        detail = f": {_e(e.error)}" if e.error else ""
+        earlier = "; the run folder still holds the earlier run shown below." if r else "."
+        out.append(f"<p><strong>{what}</strong>{detail}{earlier}</p>")
+    if r is None:
+        out.append('<p class="top"><a href="#top">↑ back to top</a></p></section>')
+        return "\n".join(out)
+    if r.description:
+        out.append(f"<p>{_e(r.description)}</p>")
+    if r.expect:
+        out.append("<h4>What to expect</h4><ul>"
+                   + "".join(f"<li>{_e(t)}</li>" for t in r.expect) + "</ul>")
+    if r.theory:
+        out.append('<h4>Theory</h4><ul class="theory">'
+                   + "".join(f"<li>{_e(t)}</li>" for t in r.theory) + "</ul>")
+    for panel in r.panels:
+        cls = ' class="warn"' if panel.style == "warn" else ""
+        out.append(f"<h4>{_e(panel.title)}</h4><pre{cls}>{_e(chr(10).join(panel.lines))}</pre>")
+    out.extend(_table(t) for t in (r.table, *r.tables))
+    if r.findings:
+        out.append("<h4>What the data shows</h4><ul>"
+                   + "".join(f"<li>{_e(t)}</li>" for t in r.findings) + "</ul>")
+    figures = {f"{f.name}.png": f for f in r.figures}
+    for name in e.figures:
+        fig = figures.get(name)
+        out.append(_figure(root / e.name / name, fig.title if fig else name,
+                           fig.caption if fig else ""))
+    if r.checks:
+        out.append(_checks(r))
+    if r.audit:
+        out.append(_audit(r))
+    if r.notes:
+        out.append("<h4>Notes</h4><ul>" + "".join(f"<li>{_e(n)}</li>" for n in r.notes)
+                   + "</ul>")
+    out.append('<p class="top"><a href="#top">↑ back to top</a></p></section>')
+    return "\n".join(out)
+
+
+def _contents(items: Sequence[Entry]) -> str:
+    out = ['<nav id="contents"><h2>Contents</h2><ol>',
+           '<li><a href="#audit">Audit of the documents\' printed numbers</a></li>',
+           '<li><a href="#provenance">Provenance</a></li>']
+    for key, heading, group in by_document(items):
+        out.append(f'<li class="doc"><a href="#{key}">{_e(heading)}</a><ol>')
+        for e in group:
+            bad, ok = provenance.findings(e.result)
+            extra = f" · {bad} mismatched ({ok} accepted)" if bad else ""
+            out.append(f'<li><a href="#{e.anchor}">{_e(e.title or e.name)}</a> '
+                       f'<span class="status {e.status}">{_e(e.status)}</span>{_e(extra)}</li>')
+        out.append("</ol></li>")
+    out.append("</ol></nav>")
+    return "\n".join(out)
+
+
+def _audit_summary(items: Sequence[Entry]) -> str:
+    s = provenance.audit_summary(items)
+    head = (f'<h2 id="audit">Audit of the documents\' printed numbers</h2>'
+            f'<p class="summary"><strong>{s.checked}</strong> printed numbers checked in '
+            f"{s.experiments} experiments: <strong>{s.matched}</strong> match, "
+            f"<strong>{len(s.mismatches)}</strong> mismatch ({s.accepted} accepted as known "
+            f"findings of the documents, {len(s.mismatches) - s.accepted} not accepted).</p>")
+    if not s.mismatches:
+        return head
+    counts = "".join(f'<tr><td class="text">{_e(doc)}</td><td>{n}</td><td>{bad}</td>'
+                     f"<td>{ok}</td></tr>" for doc, n, bad, ok in s.per_document)
+    head += ('<table><thead><tr><th class="text">document</th><th>checked</th>'
+             f"<th>mismatch</th><th>accepted</th></tr></thead><tbody>{counts}</tbody></table>")
+    rows = "".join(
+        f'<tr class="{"accepted" if a.accepted else "mismatch"}">'
+        f'<td class="text">{_e(doc)}</td><td class="text"><a href="#{e.anchor}">{_e(e.name)}'
+        f'</a></td><td class="text">{_e(a.source)}: {_e(a.quantity)}</td>'
+        f"<td>{_e(a.printed)} → {_e(audit_number(a.computed, a.tolerance, a.printed))}</td>"
+        f'<td class="text">{_e(a.note or a.accepted or "not accepted")}</td></tr>'
+        for e, doc, a in s.mismatches)
+    inner = ('<table><thead><tr><th class="text">document</th><th class="text">experiment</th>'
+             '<th class="text">where</th><th>printed → computed</th><th class="text">why</th>'
+             f"</tr></thead><tbody>{rows}</tbody></table>")
+    return head + _fold(f"The {len(s.mismatches)} mismatches", len(s.mismatches), inner)
+
+
+def _provenance(items: Sequence[Entry]) -> str:
+    p = provenance.collect(items)
+    libs = " · ".join(f"{k} {v}" for k, v in p.versions.items()) or "not recorded"
+    lines = [f"<li>written by sdpa {_e(p.sdpa)}; source commit "
+             f"{_e(p.commit or 'unknown (not a git checkout)')}</li>",
+             f"<li>run folders written by sdpa {_e(', '.join(p.run_sdpa) or 'unknown')}</li>",
+             f"<li>libraries: {_e(libs)}</li>"]
+    if p.mixed:
+        lines.append(f"<li>run folders made with other library versions: {_e(p.mixed)}</li>")
+    seeds = ", ".join(f'<a href="#{e.anchor}">{_e(e.name)}</a> <span class="seed">{_e(seed)}'
+                      "</span>" for e, seed in p.seeds)
+    if seeds:
+        lines.append(f"<li>seeds (rerun any experiment with these to get the same numbers): "
+                     f"{seeds}</li>")
+    return '<h2 id="provenance">Provenance</h2><ul>' + "".join(lines) + "</ul>"
+
+
+def report_html(items: Sequence[Entry], root: Path) -> str:
+    groups = []
+    for key, heading, group in by_document(items):
+        files = sorted({e.source.split(",")[0].strip() for e in group if e.source})
+        groups.append(f'<h2 class="doc" id="{key}">{_e(heading)}</h2>'
+                      + (f'<p class="meta">{_e(", ".join(files))}</p>' if files else "")
+                      + "\n".join(_section(e, root) for e in group))
+    return (
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<meta name=\"generator\" content=\"{GENERATOR}\">\n"
+        f"<title>sdpa report</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        "<h1 id=\"top\">sdpa: why attention divides QKᵀ by √d_k</h1>\n"
+        f'<p class="meta">{_e(provenance.headline(items))}, in the order of the documents '
+        "they reproduce.</p>\n"
+        f"{_contents(items)}\n{_audit_summary(items)}\n{_provenance(items)}\n"
+        + "\n".join(groups) + "\n</body>\n</html>\n"
+    )

@@ -1,0 +1,92 @@
+"""What a batch report says about itself: counts, the audit summary, versions, commit, seeds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import sdpa_cli
+from sdpa_cli import __version__
+from sdpa_cli.report.collect import Entry, git_commit
+from sdpa_cli.studies.result import AuditEntry, Result
+
+
+def findings(result: Result | None) -> tuple[int, int]:
+    """(mismatches, of which accepted) in a result's audit."""
+    if result is None:
+        return 0, 0
+    bad = [a for a in result.audit if a.status == "mismatch"]
+    return len(bad), sum(1 for a in bad if a.accepted)
+
+
+def headline(items: Sequence[Entry]) -> str:
+    counts = Counter(e.status for e in items)
+    parts = [f"{n} {status}" for status, n in sorted(counts.items())]
+    noun = "experiment" if len(items) == 1 else "experiments"
+    return f"{len(items)} {noun}" + (": " + ", ".join(parts) if parts else "")
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    experiments: int  # experiments with at least one printed number
+    checked: int
+    matched: int
+    accepted: int
+    mismatches: tuple[tuple[Entry, str, AuditEntry], ...]  # (experiment, document, entry)
+    # (document, printed numbers checked, mismatched, accepted), in the documents' order
+    per_document: tuple[tuple[str, int, int, int], ...] = ()
+
+
+def audit_summary(items: Sequence[Entry]) -> AuditSummary:
+    checked = matched = accepted = audited = 0
+    bad: list[tuple[Entry, str, AuditEntry]] = []
+    docs: dict[str, list[int]] = {}
+    for e in items:
+        if e.result is None or not e.result.audit:
+            continue
+        audited += 1
+        doc = e.document or e.source.split(",")[0] or e.name
+        tally = docs.setdefault(doc, [0, 0, 0])
+        for a in e.result.audit:
+            checked += 1
+            tally[0] += 1
+            if a.status == "mismatch":
+                bad.append((e, doc, a))
+                accepted += bool(a.accepted)
+                tally[1] += 1
+                tally[2] += bool(a.accepted)
+            else:
+                matched += 1
+    per_doc = tuple((doc, c[0], c[1], c[2]) for doc, c in docs.items())
+    return AuditSummary(audited, checked, matched, accepted, tuple(bad), per_doc)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    sdpa: str  # the version writing the report
+    commit: str | None  # of the sdpa source, when it is a git checkout
+    run_sdpa: tuple[str, ...]  # versions that wrote the run folders
+    versions: dict[str, str]  # the libraries most run folders were made with
+    mixed: str  # run folders made with other versions, named, or ""
+    seeds: tuple[tuple[Entry, object], ...]
+
+
+def collect(items: Sequence[Entry]) -> Provenance:
+    sets: Counter[tuple[tuple[str, str], ...]] = Counter()
+    per: dict[str, tuple[tuple[str, str], ...]] = {}
+    for e in items:
+        found = e.manifest.get("versions")
+        if isinstance(found, dict):
+            key = tuple(sorted((str(k), str(v)) for k, v in found.items() if v))
+            sets[key] += 1
+            per[e.name] = key
+    common = max(sets.items(), key=lambda kv: (kv[1], kv[0]))[0] if sets else ()
+    others = sorted(name for name, key in per.items() if key != common)
+    run_sdpa = sorted({str(e.manifest["sdpa_version"]) for e in items
+                       if e.manifest.get("sdpa_version")})
+    seeds = tuple((e, e.result.spec.get("seed")) for e in items
+                  if e.result is not None and e.result.spec.get("seed") is not None)
+    return Provenance(__version__, git_commit(Path(sdpa_cli.__file__).resolve().parent),
+                      tuple(run_sdpa), dict(common), ", ".join(others), seeds)

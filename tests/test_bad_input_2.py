@@ -1,0 +1,280 @@
+"""Bad-input corpus, round two (issue 13): exit 2, one located line, nothing written or lost."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from sdpa_cli.report import manifest
+
+
+@dataclass
+class Bad:
+    id: str
+    argv: list[str]
+    says: str  # a fragment the one line must contain
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    where: str | None = None  # the line must start with this (file:line:col, or the flag)
+    links: dict[str, str] = field(default_factory=dict)  # symlink name → its target
+
+
+def spec(text: str, name: str = "s.yaml") -> dict[str, str | bytes]:
+    return {name: text}
+
+
+def worked(part: str) -> dict[str, str | bytes]:
+    return spec("study: worked-example\ntitle: t\nsource: s\nparts:\n  - name: p\n" + part)
+
+
+def fake_run_folder(extra: dict[str, str] | None = None, *, listed: bool = True,
+                    kind: str = manifest.KIND) -> dict[str, str | bytes]:
+    """A folder whose manifest.json looks like sdpa's (marker, schema) and lists table.md."""
+    body = "# a table\n"
+    files = {"table.md": {"sha256": manifest.sha256_bytes(body.encode()),
+                          "bytes": len(body.encode())}} if listed else {}
+    doc = {"kind": kind, "schema_version": manifest.SCHEMA_VERSION, "files": files}
+    out: dict[str, str | bytes] = {"prev/manifest.json": json.dumps(doc),
+                                   "prev/table.md": body}
+    out.update({f"prev/{k}": v for k, v in (extra or {}).items()})
+    return out
+
+
+DIGITS = "9" * 5000
+DEEP = "study: variance\nx: " + "[" * 5000 + "]" * 5000 + "\n"
+
+CORPUS = [
+    # --- reading the spec file: bounded, regular files only ------------------------------------
+    Bad("dev-zero", ["variance", "/dev/zero"], "is a character device, not a regular file",
+        {}, "/dev/zero:"),
+    Bad("dev-null-run", ["run", "/dev/null"], "not a regular file", {}, "/dev/null:"),
+    Bad("dangling-spec-link", ["variance", "gone.yaml"], "symbolic link to nothing", {},
+        "gone.yaml:", {"gone.yaml": "nowhere.yaml"}),
+    Bad("spec-name-not-utf8", ["variance", "\udcff.yaml"], "no such file", {}, "\\xff.yaml:"),
+    Bad("spec-name-control", ["variance", "a\x1b[2Jb.yaml"], "control character 0x1b", {},
+        "a\\x1b[2Jb.yaml:"),
+    Bad("one-byte-over", ["variance", "s.yaml"], "a spec may be at most 1048576",
+        spec("study: variance\n#" + "x" * (1048576 - 17) + "\n")),
+    # --- YAML that used to escape as a traceback or a multi-line error --------------------------
+    Bad("deep-flow-nesting", ["variance", "s.yaml"], "nested more than", spec(DEEP), "s.yaml:2:"),
+    Bad("deep-map-nesting", ["variance", "s.yaml"], "nested more than",
+        spec("study: variance\nx: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n"), "s.yaml:2:"),
+    Bad("deep-block-nesting", ["variance", "s.yaml"], "nested more than",
+        spec("study: variance\nx:\n" + "".join(" " * i + "- \n" for i in range(0, 400, 1))),
+        "s.yaml:"),
+    Bad("int-beyond-float-pairs", ["variance", "s.yaml"], "pairs",
+        spec(f"study: variance\npairs: {'1' + '0' * 400}\n"), "s.yaml:2:8: pairs:"),
+    Bad("int-beyond-float-mean", ["variance", "s.yaml"], "mean",
+        spec(f"study: variance\nmean: -{'1' + '0' * 400}\n"), "s.yaml:2:7: mean:"),
+    Bad("int-5000-digits", ["variance", "s.yaml"], "seed",
+        spec(f"study: variance\nseed: {DIGITS}\n"), "s.yaml:2:7: seed:"),
+    Bad("int-beyond-float-documented", ["variance", "s.yaml"], "documented[0].value",
+        spec("study: variance\ndims: [3]\ndocumented:\n  - {where: x, quantity: variance, "
+             f"value: {'1' + '0' * 400}}}\n"), "s.yaml:4:"),
+    Bad("int-beyond-float-scores", ["softmax-sweep", "s.yaml"], "scores[1]",
+        spec(f"study: softmax-sweep\nscores: [1, {'1' + '0' * 400}]\n"), "s.yaml:2:"),
+    Bad("tagged-key-merge", ["variance", "s.yaml"], "keys must be plain words",
+        spec("study: variance\n!!merge <<: {pairs: 3}\n"), "s.yaml:2:1:"),
+    Bad("tagged-key-float", ["variance", "s.yaml"], "keys must be plain words",
+        spec("study: variance\n!!float abc: 1\n"), "s.yaml:2:1:"),
+    Bad("tagged-key-python", ["variance", "s.yaml"], "not tagged (!!python/name:os.system)",
+        spec("study: variance\n? !!python/name:os.system\n: 1\n"), "s.yaml:"),
+    Bad("tagged-key-binary", ["variance", "s.yaml"], "keys must be plain words",
+        spec("study: variance\n!!binary aGk=: 3\n"), "s.yaml:2:1:"),
+    Bad("complex-key", ["variance", "s.yaml"], "keys must be plain words",
+        spec("study: variance\n? [a, b]\n: 1\n"), "s.yaml:2:3:"),
+    Bad("title-escape", ["variance", "s.yaml"], "control character 0x1b",
+        spec('study: variance\ntitle: "a\\e[31mred"\n'), "s.yaml:2:8: title:"),
+    Bad("title-bell", ["variance", "s.yaml"], "control character 0x07",
+        spec('study: variance\ntitle: "ding\\a"\n'), "s.yaml:2:8: title:"),
+    Bad("key-control", ["variance", "s.yaml"], "control character 0x08",
+        spec('study: variance\n"pa\\bairs": 3\n'), "s.yaml:2:1:"),
+    Bad("note-c1-control", ["variance", "s.yaml"], "control character 0x9b",
+        spec('study: variance\ndims: [3]\ndocumented:\n  - {where: x, quantity: variance, '
+             'value: 3, note: "\\x9b2J"}\n'), "s.yaml:4:"),
+    # --- flags that took the next flag, or nothing -------------------------------------------
+    Bad("out-swallows-flag", ["variance", "--out", "--no-plots"], "--out needs a value", {},
+        "--out needs a value"),
+    Bad("dims-swallows-flag", ["variance", "--dims", "--no-plots"], "--dims needs a value", {},
+        "--dims"),
+    Bad("pairs-swallows-flag", ["variance", "--pairs", "--check"], "--pairs needs a value", {},
+        "--pairs"),
+    Bad("scalings-swallows-flag", ["variance", "--scalings", "--pairs", "10"],
+        "--scalings needs a value", {}, "--scalings"),
+    Bad("run-out-swallows-flag", ["run", "--out", "--check"], "--out needs a value", {},
+        "--out"),
+    Bad("workers-last", ["variance", "--workers"], "--workers needs a value", {}, "--workers"),
+    Bad("format-last", ["variance", "--format"], "--format needs a value", {}, "--format"),
+    Bad("pairs-empty", ["variance", "--pairs", ""], "--pairs needs a value", {}, "--pairs"),
+    Bad("seed-empty", ["variance", "--seed", ""], "--seed needs a value", {}, "--seed"),
+    Bad("dim-empty", ["softmax-sweep", "--scores", "1", "2", "--dim", ""], "--dim needs a value",
+        {}, "--dim"),
+    Bad("out-empty", ["variance", "--out", ""], "--out needs a value", {}, "--out"),
+    Bad("out-empty-inline", ["variance", "--out="], "--out needs a value", {}, "--out"),
+    Bad("seed-blank", ["variance", "--seed", "   "], "--seed needs a value", {}, "--seed"),
+    Bad("escape-in-flag-value", ["variance", "--distribution", "normal\x1b]0;owned\x07"],
+        "control character 0x1b", {}, "--distribution"),
+    Bad("out-newline", ["variance", "--out", "a\nb"], "control character 0x0a", {}, "--out"),
+    # --- a 5000-digit seed: one short line, no Python internals --------------------------------
+    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "seed", {}, "--seed"),
+    # --- work, memory and output guards, before anything runs ----------------------------------
+    Bad("rows-variance-flags", ["variance", "--dims", *map(str, range(1, 1202)), "--pairs", "2"],
+        "would make a table of 2402 rows", {}, "--dims: dims:"),
+    Bad("rows-variance-file", ["variance", "s.yaml"], "at most 2000: give fewer dims",
+        spec("study: variance\npairs: 2\ndims: [" + ", ".join(map(str, range(1, 1100))) +
+             "]\n"), "s.yaml:3:7: dims:"),
+    Bad("memory-softmax-explicit", ["softmax-sweep", "--scores", *["1"] * 4096, "--scales",
+                                    *map(str, range(1, 1001))],
+        "GB of memory; at most 1 GB", {}, "--scales: scales:"),
+    Bad("output-softmax-explicit", ["softmax-sweep", "--scores", *["1"] * 4096, "--scales",
+                                    *map(str, range(1, 301))],
+        "MB of files in the run folder; at most 100 MB", {}, "--scales: scales:"),
+    Bad("output-jacobian-explicit", ["jacobian", "--scores", *["1"] * 4096, "--scales",
+                                     *map(str, range(1, 301))],
+        "of files in the run folder", {}, "--scales: scales:"),
+    Bad("rows-softmax-vectors", ["softmax-sweep", "--dims", *map(str, range(1, 60)),
+                                 "--keys", *map(str, range(2, 40)), "--trials", "2"],
+        "dims × keys × scalings", {}, "--dims: dims:"),
+    Bad("rows-gaussian", ["jacobian", "s.yaml"], "keys × score_stds",
+        spec("study: jacobian\nkeys: [" + ", ".join(map(str, range(2, 60))) + "]\n"
+             "score_stds: [" + ", ".join(str(i / 10) for i in range(1, 60)) + "]\n"),
+        "s.yaml:3:13: score_stds:"),
+    Bad("pairs-hours", ["variance", "s.yaml"], "hours of work",
+        spec("study: variance\ndims: [3]\npairs: 1000000000000\n"), "s.yaml:3:8: pairs:"),
+    Bad("scale-1e308", ["softmax-sweep", "--scores", "1", "0.5", "0", "-0.5", "--scales",
+                        "1e308"], "scale 1e+308 is outside [1e-300, 1e+300]", {},
+        "--scales: scales[0]:"),
+    Bad("scale-subnormal", ["jacobian", "--scores", "1", "0", "--scales", "1", "1e-310"],
+        "is outside [1e-300, 1e+300]", {}, "--scales: scales[1]:"),
+    Bad("scale-rule-temperature", ["softmax-sweep", "--scores", "1", "0", "--dim", "4",
+                                   "--scalings", "temperature:1e-320"],
+        "is outside [1e-300, 1e+300]", {}, "--scalings: scalings[0]:"),
+    Bad("scale-in-file", ["softmax-sweep", "s.yaml"], "is outside",
+        spec("study: softmax-sweep\nscores: [1, 0]\nscales: [1, 5e-324]\n"),
+        "s.yaml:3:13: scales[1]:"),
+    # --- worked examples whose arithmetic overflows: refused, located --------------------------
+    Bad("worked-values-1e308", ["worked-example", "./s.yaml"], "values reach beyond",
+        worked("    kind: variance\n    values: [1e308, -1e308, 1e308]\n"),
+        "s.yaml:7:13: parts[0].values:"),
+    Bad("worked-divisor-tiny", ["worked-example", "./s.yaml"], "values ÷ divisor",
+        worked("    kind: variance\n    values: [1, 2, 3]\n    divisor: 5e-324\n"),
+        "s.yaml:8:14: parts[0].divisor:"),
+    Bad("worked-q-1e308", ["worked-example", "./s.yaml"], "products of q and k",
+        worked("    kind: attention\n    tokens: [a]\n    q: [[1e308, 1e308]]\n"
+               "    k: [[1, 1]]\n"), "s.yaml:9:8: parts[0].k:"),
+    Bad("worked-scale-tiny", ["worked-example", "./s.yaml"], "scores ÷",
+        worked("    kind: attention\n    tokens: [a, b]\n    scores: [[1, 2], [3, 4]]\n"
+               "    d_k: 2\n    scale: 5e-324\n"), "s.yaml:10:12: parts[0].scale:"),
+    Bad("worked-scores-huge", ["worked-example", "./s.yaml"], "scores reach",
+        worked("    kind: attention\n    tokens: [a, b]\n    scores: [[1e308, -1e308], [3, 4]]\n"
+               "    d_k: 2\n"), "s.yaml:8:13: parts[0].scores:"),
+    Bad("worked-embeddings", ["worked-example", "./s.yaml"], "products of embeddings and w_q",
+        worked("    kind: attention\n    tokens: [a]\n    embeddings: [[1e100, 1]]\n"
+               "    w_q: [[1e100], [1]]\n    w_k: [[1], [1]]\n"),
+        "s.yaml:9:10: parts[0].w_q:"),
+    Bad("worked-variances", ["worked-example", "./s.yaml"], "variances reach",
+        worked("    kind: scaling-arithmetic\n    dims: [1]\n    variances: [1e300]\n"),
+        "s.yaml:8:16: parts[0].variances:"),
+    # --- folders sdpa did not write: refused, untouched ----------------------------------------
+    Bad("webapp-manifest-empty", ["variance", "--out", "webapp"], "not an sdpa run folder",
+        {"webapp/manifest.json": "{}", "webapp/index.html": "<p>mine</p>"}, "--out:"),
+    Bad("webapp-manifest-list", ["variance", "--out", "webapp"], "not an sdpa run folder",
+        {"webapp/manifest.json": "[1, 2]", "webapp/app.js": "x"}, "--out:"),
+    Bad("manifest-is-symlink", ["variance", "--out", "prev"], "not an sdpa run folder",
+        {"prev/real.json": "{}", "prev/table.md": "x"}, "--out:",
+        {"prev/manifest.json": "real.json"}),
+    Bad("manifest-not-json", ["variance", "--out", "prev"], "not an sdpa run folder",
+        {"prev/manifest.json": "\x00\x01garbage"}, "--out:"),
+    Bad("marker-but-extra-file", ["variance", "--out", "prev"], "not an sdpa run folder",
+        fake_run_folder({"notes.txt": "my notes"}), "--out:"),
+    Bad("marker-but-changed-file", ["variance", "--out", "prev"], "not an sdpa run folder",
+        {**fake_run_folder(), "prev/table.md": "# edited by hand\n"}, "--out:"),
+    Bad("marker-of-a-batch", ["variance", "--out", "prev"], "not an sdpa run folder",
+        fake_run_folder(kind=manifest.BATCH_KIND), "--out:"),
+    Bad("default-out-user-folder", ["variance", "--dims", "3"], "not an sdpa run folder",
+        {"outputs/variance/manifest.json": "{}"}, "output folder"),
+    Bad("out-symlink-to-user-folder", ["variance", "--out", "link"], "not an sdpa run folder",
+        {"mine/manifest.json": "{}"}, "--out:", {"link": "mine"}),
+    Bad("out-dangling-symlink", ["variance", "--out", "link"], "does not exist", {},
+        "--out:", {"link": "nowhere/deeper"}),
+    Bad("batch-user-index", ["run", "s.yaml", "--out", "."], "index.md is not sdpa's",
+        {**spec("study: variance\ndims: [3]\npairs: 10\n"), "index.md": "mine"}, "--out:"),
+    Bad("batch-user-report", ["run", "s.yaml", "--out", "site"], "report.html is not sdpa's",
+        {**spec("study: variance\ndims: [3]\npairs: 10\n"), "site/report.html": "mine"},
+        "--out:"),
+    Bad("batch-fake-manifest", ["run", "s.yaml", "--out", "site"], "not sdpa's",
+        {**spec("study: variance\ndims: [3]\npairs: 10\n"), "site/index.md": "mine",
+         "site/sdpa-batch.json": "{}"}, "--out:"),
+    Bad("name-index-md", ["run", "s.yaml"], "index.md",
+        spec("study: variance\nname: index.md\ndims: [3]\n"), "s.yaml:2:7: name:"),
+    Bad("name-report-html", ["run", "s.yaml"], "report.html",
+        spec("study: variance\nname: report.html\ndims: [3]\n"), "s.yaml:2:7: name:"),
+    Bad("name-batch-manifest", ["run", "s.yaml"], "sdpa-batch.json",
+        spec("study: variance\nname: sdpa-batch.json\ndims: [3]\n"), "s.yaml:2:7: name:"),
+]
+
+
+def test_corpus_is_large_and_distinct():
+    assert len(CORPUS) >= 60
+    assert len({b.id for b in CORPUS}) == len(CORPUS)
+
+
+def _snapshot(root: Path) -> dict[str, object]:
+    """Every path under root with its bytes (or its link target): nothing written or lost."""
+    out: dict[str, object] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            elif p.is_file():
+                out[rel] = p.read_bytes()
+            else:
+                out[rel] = "dir"
+    return out
+
+
+@pytest.mark.parametrize("bad", CORPUS, ids=lambda b: b.id)
+def test_bad_input(sdpa, workdir: Path, bad: Bad):
+    for name, content in bad.files.items():
+        path = workdir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    for name, target in bad.links.items():
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).symlink_to(target)
+    before = _snapshot(workdir)
+    r = sdpa(*bad.argv)
+    lines = r.err.strip().splitlines()
+    assert r.code == 2, r.err
+    assert len(lines) == 1, r.err
+    line = lines[0]
+    assert "Traceback" not in r.err and r.out == ""
+    assert len(line) < 400, line  # one readable line, never a 5000-digit echo
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in line), repr(line)
+    assert "set_int_max_str_digits" not in line and "internal error" not in line
+    assert bad.says in line, line
+    if bad.where is not None:
+        assert line.startswith(bad.where), line
+    assert _snapshot(workdir) == before  # nothing written, nothing lost, links kept
+
+
+def test_fifo_is_refused_without_blocking(sdpa, workdir: Path):
+    os.mkfifo(workdir / "pipe.yaml")  # opening it for reading would wait for a writer
+    r = sdpa("variance", "pipe.yaml")
+    assert r.code == 2 and r.err.strip().startswith("pipe.yaml:")
+    assert "not a regular file" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_every_study_has_a_guard():
+    from sdpa_cli import registry
+
+    for name in registry.NAMES:
+        assert registry.get(name).limits is not None, name
