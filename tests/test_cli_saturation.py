@@ -207,7 +207,8 @@ def test_resolved_spec_in_the_run_folder_runs_again_to_the_same_numbers(sdpa, wo
     (("softmax-sweep", "--dims", "64", "--keys", "10"), {"attention_picture.png"}),
     (("softmax-sweep", "--dims", "8", "64", "--keys", "10", "20"), {"saturation_vs_dim.png"}),
     (("softmax-sweep", "--score-stds", "0.5", "4", "--keys", "4", "32"),
-     {"saturation_vs_std.png"}),
+     {"saturation_vs_std.png", "rem_participation.png"}),
+    (("softmax-sweep", "--margin", "2", "--keys", "4", "32"), {"leading_keys.png"}),
     (("jacobian", "--scores", "1", "0", "--dim", "64"), {"jacobian_vs_scale.png"}),
     (("jacobian", "--dims", "8", "32", "--keys", "6"), {"jacobian_vs_dim.png"}),
     (("jacobian", "--score-stds", "0.5", "2", "8", "--keys", "4", "32"),
@@ -215,7 +216,8 @@ def test_resolved_spec_in_the_run_folder_runs_again_to_the_same_numbers(sdpa, wo
 ])
 def test_each_source_draws_its_figures(sdpa, workdir, args, figures):
     r = sdpa(*args, "--trials", "50", "--seed", "1", "--out", "run", "-q") \
-        if "--scores" not in args else sdpa(*args, "--out", "run", "-q")
+        if "--scores" not in args and "--margin" not in args \
+        else sdpa(*args, "--out", "run", "-q")
     assert r.code == 0, r.err
     assert {p.name for p in (workdir / "run").glob("*.png")} == figures
 
