@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import paths, registry, report, spec
+from sdpa_cli import paths, process, registry, report, spec
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, Problem, SdpaError
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
@@ -87,6 +87,8 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:
+        if process.pending():  # a Ctrl-C that an import turned into ImportError: stop all
+            raise KeyboardInterrupt from None
         if not catch:
             raise
         return Outcome(p, "error", error=f"internal error: {type(e).__name__}: {e}",

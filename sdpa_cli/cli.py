@@ -175,8 +175,71 @@ def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("jacobian", spec_path)
 
 
+@cli.command("train", cls=StudyCommand,
+             short_help="Train one attention head with and without scaling.")
+@SPEC_ARG
+@list_option("--dims", metavar="D [D ...]", help="d_k of the attention head (default 16 64 256).")
+@list_option("--scalings", metavar="RULE [RULE ...]", help="Scaling rules (default none sqrt).")
+@list_option("--optimisers", metavar="OPT [OPT ...]", help="sgd and/or adam (default both).")
+@list_option("--learning-rates", metavar="LR [LR ...]",
+             help="Rates for every optimiser given (default sgd 0.1, adam 0.003).")
+@value_option("--seeds", metavar="N", help="Runs per configuration (default 3).")
+@value_option("--steps", metavar="N", help="Optimiser steps per run (default 300).")
+@value_option("--batch", metavar="N", help="Sequences per step (default 32).")
+@value_option("--vocab", metavar="V", help="Vocabulary size; chance loss is ln V (default 16).")
+@value_option("--pairs", metavar="P", help="Key–value pairs per sequence (default 8).")
+@value_option("--d-model", metavar="N", help="Embedding width (default 64).")
+@value_option("--embeddings", metavar="E", help="fixed (default) | learned.")
+@value_option("--target-accuracy", metavar="A", help="Accuracy for steps-to-target (0.9).")
+@value_option("--log-every", metavar="N", help="Steps per logged point (default 10).")
+@common_options
+def train(spec_path: Path | None, **kwargs: Any) -> int:
+    """Train one attention head on associative recall, with and without scaling.
+
+    Logs loss, accuracy, query-row entropy, largest |score| and ‖∂L/∂W_Q‖, ‖∂L/∂W_K‖; reports
+    steps to the target accuracy per (d_k, rule, optimiser, rate), the learning-rate
+    sensitivity of each rule, and the documents' claims about training beside the evidence.
+
+    \b
+    Examples:
+      sdpa train --dims 16 256 --steps 300
+      sdpa train experiments/train/compare.yaml --format json
+      sdpa train --optimisers sgd --learning-rates 0.1 0.3 1 --dims 64 --seeds 5
+    """
+    return _run("train", spec_path)
+
+
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
                            type=click.Path(path_type=Path))
+
+
+@cli.command("gradients", cls=StudyCommand,
+             short_help="Gradients through one attention layer versus d_k.")
+@SPEC_ARG
+@list_option("--dims", metavar="D [D ...]", help="d_k values (default 16 64 256 1024).")
+@value_option("--d-model", metavar="N", help="Width of X and of the weights' rows (default 64).")
+@value_option("--keys", metavar="N", help="Sequence length n (default 16).")
+@value_option("--d-v", metavar="N", help="Value width (default: d_v = d_k).")
+@value_option("--trials", metavar="N", help="Independent draws per d_k (default 200).")
+@list_option("--scalings", metavar="RULE [RULE ...]",
+             help="none sqrt linear temperature:T power:P cosine[:TAU] … (default none sqrt "
+                  "linear).")
+@value_option("--init-std", metavar="S", help="σ_w: weights iid N(0, σ_w²/d_model) (default 1).")
+@value_option("--alignment", metavar="A", help="W_K = A·W_Q + √(1−A²)·W', A in [0, 1] "
+              "(default 0).")
+@value_option("--causal", metavar="BOOL", help="true: query i sees keys 0…i (default false).")
+@value_option("--se-tolerance", metavar="K", help="A check passes when |z| ≤ K (default 4).")
+@common_options
+def gradients(spec_path: Path | None, **kwargs: Any) -> int:
+    """Gradients through one attention layer at initialisation, versus d_k, per rule.
+
+    \b
+    Examples:
+      sdpa gradients --dims 16 64 256 1024 --scalings none sqrt linear
+      sdpa gradients --dims 16 256 --alignment 0.7 --causal true --format json
+      sdpa gradients experiments/gradients/aligned.yaml --trials 400 --check
+    """
+    return _run("gradients", spec_path)
 
 
 @cli.command("run", cls=ValueCommand,
@@ -337,4 +400,9 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(f"sdpa: cannot write to stdout: {e.strerror or e}", err=True)
             code = code or 1
     process.disarm()
+    if code == EXIT_INTERRUPTED:
+        # Everything is cleaned up and flushed. Exit here: CPython 3.11 remembers a Ctrl-C
+        # that hit code run by eval() (namedtuple, during an import) even though it was
+        # handled, and its normal exit would then kill the process with -SIGINT instead.
+        os._exit(code)
     sys.exit(code)

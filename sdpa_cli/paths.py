@@ -21,6 +21,13 @@ def default_experiments() -> Path | None:
     return local if local.is_dir() else shipped_experiments()
 
 
+# Specs in a subfolder of this name run only when that folder or file is named: long runs
+# (e.g. experiments/train/slow/lr-sweep.yaml) stay out of a plain `sdpa run`.
+SLOW = "slow"
+
+
 def spec_files(folder: Path) -> list[Path]:
-    """Every *.yaml / *.yml below a folder, in a stable (sorted) order."""
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    """Every *.yaml / *.yml below a folder, in a stable (sorted) order, leaving out those in
+    a `slow/` subfolder below it (name that folder to run them)."""
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                  and SLOW not in p.relative_to(folder).parts[:-1])

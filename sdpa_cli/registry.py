@@ -103,12 +103,44 @@ def _worked_figures() -> Mapping[str, Renderer]:
     return {"worked.weights": f.draw_weights}
 
 
+def _gradients() -> Study:
+    from sdpa_cli.spec.gradients import GradientsSpec, cost
+    from sdpa_cli.studies import gradients
+
+    return Study("gradients", GradientsSpec, gradients.run, gradients.documented_problem,
+                 _gradients_figures, limits=cost)
+
+
+def _gradients_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import gradients as f
+
+    return {"gradients.norms": f.draw_norms, "gradients.frozen": f.draw_frozen}
+
+
+def _train() -> Study:
+    from sdpa_cli.spec.train import TrainSpec
+    from sdpa_cli.spec.train import limits as train_limits
+    from sdpa_cli.studies import train
+
+    return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures,
+                 limits=train_limits)
+
+
+def _train_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import train as f
+
+    return {"train.loss_curves": f.draw_loss_curves, "train.traces": f.draw_traces,
+            "train.loss_vs_lr": f.draw_loss_vs_lr}
+
+
 # The registry: one line per study, in the order help and error messages list them.
 LOADERS: dict[str, Callable[[], Study]] = {
     "variance": _variance,
     "softmax-sweep": _softmax_sweep,
     "jacobian": _jacobian,
     "worked-example": _worked_example,
+    "gradients": _gradients,
+    "train": _train,
 }
 NAMES: tuple[str, ...] = tuple(LOADERS)
 

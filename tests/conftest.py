@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from sdpa_cli.cli import run
+# As sdpa's main() does for users: one BLAS thread, set before NumPy loads. In-process runs
+# skip main(), and on a busy 2-core machine threaded BLAS makes small matrix products ~50×
+# slower (the gradients study is mostly such products).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from sdpa_cli.cli import run  # noqa: E402 - after the BLAS setting above
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "experiments"

@@ -30,13 +30,15 @@ def worked(part: str) -> dict[str, str | bytes]:
     return spec("study: worked-example\ntitle: t\nsource: s\nparts:\n  - name: p\n" + part)
 
 
-def fake_run_folder(extra: dict[str, str] | None = None, *, listed: bool = True,
-                    kind: str = manifest.KIND) -> dict[str, str | bytes]:
-    """A folder whose manifest.json looks like sdpa's (marker, schema) and lists table.md."""
+def fake_run_folder(extra: dict[str, str] | None = None, *, kind: str = manifest.KIND,
+                    version: int = manifest.SCHEMA_VERSION,
+                    path: str = "table.md") -> dict[str, str | bytes]:
+    """A folder whose manifest.json looks like sdpa's (marker, schema, outputs) and lists
+    table.md with its true size and hash: sdpa's own, unless a case changes something."""
     body = "# a table\n"
-    files = {"table.md": {"sha256": manifest.sha256_bytes(body.encode()),
-                          "bytes": len(body.encode())}} if listed else {}
-    doc = {"kind": kind, "schema_version": manifest.SCHEMA_VERSION, "files": files}
+    entry = {"path": path, "bytes": len(body.encode()),
+             "sha256": manifest.sha256_bytes(body.encode())}
+    doc = {"kind": kind, "schema_version": version, "outputs": [entry]}
     out: dict[str, str | bytes] = {"prev/manifest.json": json.dumps(doc),
                                    "prev/table.md": body}
     out.update({f"prev/{k}": v for k, v in (extra or {}).items()})
@@ -118,8 +120,32 @@ CORPUS = [
     Bad("escape-in-flag-value", ["variance", "--distribution", "normal\x1b]0;owned\x07"],
         "control character 0x1b", {}, "--distribution"),
     Bad("out-newline", ["variance", "--out", "a\nb"], "control character 0x0a", {}, "--out"),
+    # --- attacks on the fixes above, as an attacker would try them ------------------------------
+    Bad("spec-link-to-device", ["variance", "z.yaml"], "not a regular file", {}, "z.yaml:",
+        {"z.yaml": "/dev/zero"}),
+    Bad("out-swallows-short-flag", ["variance", "--out", "-q"], "--out needs a value", {},
+        "--out"),
+    Bad("out-swallows-double-dash", ["variance", "--pairs", "--"], "--pairs needs a value", {},
+        "--pairs"),
+    Bad("nul-in-title", ["variance", "s.yaml"], "control character 0x00",
+        spec('study: variance\ntitle: "a\\0b"\n'), "s.yaml:2:8: title:"),
+    Bad("del-in-name", ["variance", "s.yaml"], "control character 0x7f",
+        spec('study: variance\nsource: "x\\x7f"\n'), "s.yaml:2:9: source:"),
+    Bad("documented-5000-digits", ["variance", "s.yaml"], "beyond float64's range",
+        spec("study: variance\ndims: [3]\ndocumented:\n  - {where: x, quantity: variance, "
+             f"value: {DIGITS}}}\n"), "s.yaml:4:"),
+    Bad("worked-negative-huge", ["worked-example", "./s.yaml"], "values reach beyond",
+        worked("    kind: variance\n    values: [-1e200, 1]\n"), "s.yaml:7:13:"),
+    Bad("out-link-to-file", ["variance", "--out", "link"], "is a file",
+        {"afile.txt": "mine"}, "--out:", {"link": "afile.txt"}),
+    Bad("batch-manifest-is-link", ["run", "s.yaml", "--out", "site"], "not sdpa's",
+        {**spec("study: variance\ndims: [3]\npairs: 10\n"), "site/index.md": "mine",
+         "real.json": "{}"}, "--out:", {"site/sdpa-batch.json": "../real.json"}),
     # --- a 5000-digit seed: one short line, no Python internals --------------------------------
-    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "seed", {}, "--seed"),
+    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "is too large a whole number", {},
+        "--seed: seed:"),
+    Bad("pairs-beyond-int64", ["variance", "--pairs", "1e30"], "is too large a whole number",
+        {}, "--pairs: pairs:"),
     # --- work, memory and output guards, before anything runs ----------------------------------
     Bad("rows-variance-flags", ["variance", "--dims", *map(str, range(1, 1202)), "--pairs", "2"],
         "would make a table of 2402 rows", {}, "--dims: dims:"),
@@ -188,12 +214,24 @@ CORPUS = [
         {"prev/manifest.json": "real.json"}),
     Bad("manifest-not-json", ["variance", "--out", "prev"], "not an sdpa run folder",
         {"prev/manifest.json": "\x00\x01garbage"}, "--out:"),
-    Bad("marker-but-extra-file", ["variance", "--out", "prev"], "not an sdpa run folder",
-        fake_run_folder({"notes.txt": "my notes"}), "--out:"),
-    Bad("marker-but-changed-file", ["variance", "--out", "prev"], "not an sdpa run folder",
-        {**fake_run_folder(), "prev/table.md": "# edited by hand\n"}, "--out:"),
-    Bad("marker-of-a-batch", ["variance", "--out", "prev"], "not an sdpa run folder",
+    Bad("marker-but-extra-file", ["variance", "--out", "prev"], "holds files sdpa did not "
+        "write (notes.txt)", fake_run_folder({"notes.txt": "my notes"}), "--out:"),
+    Bad("marker-but-changed-file", ["variance", "--out", "prev"], "changed since sdpa wrote "
+        "them (table.md)", {**fake_run_folder(), "prev/table.md": "# edited by hand\n"},
+        "--out:"),
+    Bad("marker-but-same-size-edit", ["variance", "--out", "prev"], "changed since sdpa wrote",
+        {**fake_run_folder(), "prev/table.md": "# a tablE\n"}, "--out:"),
+    Bad("marker-but-missing-file", ["variance", "--out", "prev"], "lists are missing (table.md)",
+        {"prev/manifest.json": fake_run_folder()["prev/manifest.json"]}, "--out:"),
+    Bad("marker-lists-parent-path", ["variance", "--out", "prev"], "does not list its files",
+        fake_run_folder(path="../table.md"), "--out:"),
+    Bad("marker-newer-schema", ["variance", "--out", "prev"], "newer than this sdpa knows",
+        fake_run_folder(version=manifest.SCHEMA_VERSION + 1), "--out:"),
+    Bad("marker-of-a-batch", ["variance", "--out", "prev"], "has no sdpa marker",
         fake_run_folder(kind=manifest.BATCH_KIND), "--out:"),
+    Bad("listed-file-is-a-link", ["variance", "--out", "prev"], "changed since sdpa wrote",
+        {"prev/manifest.json": fake_run_folder()["prev/manifest.json"],
+         "elsewhere.md": "# a table\n"}, "--out:", {"prev/table.md": "../elsewhere.md"}),
     Bad("default-out-user-folder", ["variance", "--dims", "3"], "not an sdpa run folder",
         {"outputs/variance/manifest.json": "{}"}, "output folder"),
     Bad("out-symlink-to-user-folder", ["variance", "--out", "link"], "not an sdpa run folder",
@@ -278,3 +316,31 @@ def test_every_study_has_a_guard():
 
     for name in registry.NAMES:
         assert registry.get(name).limits is not None, name
+
+
+def test_the_fake_run_folder_is_replaced_when_it_is_sdpa_s(sdpa, workdir: Path):
+    # The control for the marker cases above: unchanged, the same folder is sdpa's to replace,
+    # so each refusal above comes from the one thing its case changed.
+    for name, content in fake_run_folder().items():
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).write_text(str(content), encoding="utf-8")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--out", "prev")
+    assert r.code == 0, r.err
+    assert manifest.run_folder_problem(workdir / "prev") == ""
+    assert (workdir / "prev" / "table.md").read_text(encoding="utf-8") != "# a table\n"
+
+
+def test_a_3_gb_spec_is_refused_without_reading_it(sdpa, workdir: Path, monkeypatch):
+    from sdpa_cli.spec import yamlio
+
+    big = workdir / "big.yaml"
+    with big.open("wb") as f:
+        f.truncate(3 * 1024**3)  # sparse: takes no disk, but reads as 3 GB of zeros
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(yamlio.os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    r = sdpa("variance", "big.yaml")
+    assert r.code == 2 and r.err.strip() == ("big.yaml: is 3221225472 bytes; a spec may be at "
+                                             "most 1048576")
+    assert sum(read) == 0 and big.stat().st_size == 3 * 1024**3

@@ -188,12 +188,14 @@ def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
 
 
 QUICK_SHIPPED = [p for p in sorted((Path(__file__).parent.parent / "experiments").rglob("*.yaml"))
-                 if p.stem != "phase-diagram"]  # the one slow spec; its loader is shared
+                 if p.stem != "phase-diagram"  # the one slow spec; its loader is shared
+                 and "slow" not in p.parts]  # specs in slow/ run only when named
 
 
 # Small sizes where the size is not the point (the full-size batch runs twice in .ci/run).
 SMALL_FLAGS = {"variance": ["--pairs", "2000"], "softmax-sweep": ["--trials", "200"],
-               "jacobian": ["--trials", "200"]}
+               "jacobian": ["--trials", "200"],
+               "train": ["--steps", "20", "--seeds", "1", "--dims", "16", "64"]}
 
 
 @pytest.mark.parametrize("spec_file", QUICK_SHIPPED, ids=lambda p: p.stem)

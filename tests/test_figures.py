@@ -23,7 +23,7 @@ from sdpa_cli.studies.context import SERIAL
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*/*.yaml"))
 # Sizes that change no figure's layout, only its noise: the whole file stays fast.
-SMALL = {"pairs": 2000, "trials": 100}
+SMALL = {"pairs": 2000, "trials": 100, "steps": 30, "seeds": 2}  # steps, seeds: train
 # A number written with its digits: 22.627416997969522, 0.25, 1e-05, 3.
 NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 

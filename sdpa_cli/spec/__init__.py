@@ -180,6 +180,8 @@ def _message(kind: str, msg: str, ctx: dict[str, Any], value: Any) -> str:
         bound = next(iter(ctx.values()))
         return f"must be {sign} {bound:g}{got}" if isinstance(bound, float) else \
             f"must be {sign} {bound}{got}"
+    if kind == "int_parsing_size":  # beyond Python's digit limit or a 64-bit field
+        return f"is too large a whole number{got}"
     if kind in ("int_parsing", "int_type", "int_from_float"):
         return f"must be a whole number{got}"
     if kind in ("float_parsing", "float_type"):

@@ -86,6 +86,11 @@ FIELDS = {
 }
 
 
+# One bar per key and multiplier, twice: 2000 keys × 60 multipliers took 285 s and 2.6 GB to
+# draw, for a picture nobody can read; beyond this the figure is left out with a note.
+WEIGHTS_FIGURE_MAX_BARS = 2000
+
+
 def plan_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     return shared.plan_keys(spec)
 
@@ -108,8 +113,13 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     elif source == "explicit":
         rows = _explicit_rows(spec)
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
-        if ctx.figures:  # --no-plots: the figure's copy of every weight is not made
+        bars = len(spec.scores or []) * len(rows)
+        if ctx.figures and bars <= WEIGHTS_FIGURE_MAX_BARS:  # --no-plots: no copy made
             figures.append(_weights_figure(spec, rows))
+        elif ctx.figures:
+            notes.append(f"No weights figure: {len(spec.scores or [])} keys × {len(rows)} "
+                         f"multipliers would be {bars} bars (it draws at most "
+                         f"{WEIGHTS_FIGURE_MAX_BARS}); the table has every weight.")
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)
@@ -189,7 +199,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
-    want_picture = len(dims) == 1 and len(keys) == 1 and keys[0] <= shared.PICTURE_MAX_KEYS
+    want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
+        keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
     for i, d in enumerate(dims):
         for j, n in enumerate(keys):
             variants = shared.variants_for(spec, d, unit, n)

@@ -354,6 +354,9 @@ def _notes(spec: VarianceSpec, per_dim: list[tuple[int, theory.DotMoments, DotSt
 # --- figure data -----------------------------------------------------------------------------
 
 
+HIST_MAX_DIMS = 12  # histograms drawn in the distribution figure (the table has every d)
+
+
 def _figures(
     spec: VarianceSpec, law: PairLaw, unit: float,
     per_dim: list[tuple[int, theory.DotMoments, DotStats]], rows: list[VarianceRow],
@@ -363,9 +366,15 @@ def _figures(
         (s for s in linear if s.label != "none"), None
     )
     panels = []
+    # Overlaid histograms stop being readable, and take minutes to draw, long before the
+    # guard's row limit: draw at most HIST_MAX_DIMS of them, evenly spread, and say so.
+    shown = per_dim
+    if len(per_dim) > HIST_MAX_DIMS:
+        picks = np.unique(np.linspace(0, len(per_dim) - 1, HIST_MAX_DIMS).round().astype(int))
+        shown = [per_dim[i] for i in picks]
     for scaling in ([Scaling.parse("none")] + ([scaled] if scaled else [])):
         series = []
-        for d, _mom, stats in per_dim:
+        for d, _mom, stats in shown:
             c = scaling.factor(d) * unit
             series.append(_histogram_series(d, stats.dot, law, c, stats.shift, stats.scale,
                                             spec.bins))
@@ -375,7 +384,9 @@ def _figures(
         "Distribution of q·k by dimension" + (f", raw and {scaled.formula}" if scaled else ""),
         {"panels": panels, "distribution": spec.distribution, "pairs": spec.pairs},
         caption="Compare the widths across d: raw q·k spreads out as d grows"
-                + (f"; see what {scaled.formula} does to that spread." if scaled else "."),
+                + (f"; see what {scaled.formula} does to that spread." if scaled else ".")
+                + (f" Histograms of {len(shown)} of the {len(per_dim)} dimensions, evenly "
+                   "spread; the table has them all." if len(shown) < len(per_dim) else ""),
     )
     curves = []
     d_lo, d_hi = min(spec.dim_list), max(spec.dim_list)
