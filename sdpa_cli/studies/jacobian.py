@@ -12,7 +12,9 @@ from sdpa_cli.numerics.peak import refine_peak
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import JacobianSpec
+from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
+from sdpa_cli.studies import score_draws as draws
 from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
@@ -83,7 +85,7 @@ LEADING_COLUMNS = (
     Column("frobenius", "‖J‖_F"),
 )
 FIELDS = {
-    "leading": shared.LEADING_FIELDS,
+    "leading": rtab.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
                  "max_abs_jacobian", "frobenius", "spectral", "trace", "entropy"),
     "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
@@ -113,9 +115,9 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     tables: list[Table] = []
     notes: list[str] = []
     if source == "leading":
-        rows = shared.leading_rows(spec)
+        rows = rtab.leading_rows(spec)
         columns: tuple[Column, ...] = LEADING_COLUMNS
-        figures = [shared.leading_figure(spec, rows)]
+        figures = [rtab.leading_figure(spec, rows)]
         title = "Softmax Jacobian with one key leading n − 1 ties, versus n (exact)"
     elif source == "explicit":
         rows = _explicit_rows(spec)
@@ -125,7 +127,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     elif source == "vectors":
         rows, checks, figures = _vector_run(spec, ctx)
         if len(spec.dim_list) >= 3:
-            slopes, slope_checks = shared.slope_table(spec, rows, SLOPE_QUANTITIES,
+            slopes, slope_checks = rtab.slope_table(spec, rows, SLOPE_QUANTITIES,
                                                       spec.se_tolerance)
             tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
                                 SLOPE_COLUMNS, tuple(slopes)))
@@ -203,8 +205,8 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext):
     checks: list[Check] = []
     for i, d in enumerate(spec.dim_list):
         for j, n in enumerate(spec.key_list):
-            variants = shared.variants_for(spec, d, unit, n)
-            cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
+            variants = draws.variants_for(spec, d, unit, n)
+            cell = draws.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
                                       jacobian=True, ctx=ctx, keep_first=False)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
@@ -216,7 +218,7 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext):
             rows.extend(cell_rows)
             checks.extend(shared.cell_checks(spec, d, n, cell_rows, spec.se_tolerance))
             if spec.additive:
-                add = shared.additive_cell(spec, law, d, n, (i, j), threshold=None,
+                add = draws.additive_cell(spec, law, d, n, (i, j), threshold=None,
                                            jacobian=True, ctx=ctx)
                 row = shared.additive_row(spec, law, d, n, add, STATS, sweep=False)
                 row.update(_median(add.measured[0]))
@@ -229,7 +231,7 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext):
     return rows, checks, figures
 
 
-def _median(measured: shared.Measured) -> dict[str, Any]:
+def _median(measured: draws.Measured) -> dict[str, Any]:
     assert measured.median_frobenius is not None
     med, se = measured.median_frobenius
     return {"median_frobenius": finite(med), "median_frobenius_se": finite(se)}
@@ -263,7 +265,7 @@ def _gaussian_run(spec: JacobianSpec, ctx: RunContext):
     peaks: list[dict[str, Any]] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
-        cell = shared.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
+        cell = draws.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
                                     ctx=ctx)
         cell_rows = []
         for s, measured in zip(stds, cell.measured, strict=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,27 +12,17 @@ import numpy as np
 from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
-from sdpa_cli.numerics.additive import INIT as ADDITIVE_INIT
-from sdpa_cli.numerics.additive import additive_blocks, additive_score_var, additive_scores
-from sdpa_cli.numerics.blocks import fold_blocks
-from sdpa_cli.numerics.keys import leading_key
-from sdpa_cli.numerics.moments import Moments
-from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.numerics.additive import additive_score_var
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.numerics.slopes import fit_slope, theory_slope
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.spec.limits import SCALE_RANGE
 from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.studies.common import canonical, finite
 from sdpa_cli.studies.common import zscore as _z
-from sdpa_cli.studies.context import RunContext
-from sdpa_cli.studies.result import Check, Figure
-
-# Scales are clamped into this range before softmax: beyond it the weights are already
-# exactly one-hot (or exactly uniform), and 0 or inf would make the scaled scores undefined.
-# (SCALE_RANGE, from spec.limits: a spec's own scales outside it are refused there.)
+from sdpa_cli.studies.result import Check
+from sdpa_cli.studies.rule_tables import LEADING_THEORY, rule_lines
+from sdpa_cli.studies.score_draws import Cell, Measured, capped, clamp
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64
@@ -75,226 +65,6 @@ def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
     return {"scale": m.scale}
 
 
-def clamp(scale: float) -> float:
-    return min(max(scale, SCALE_RANGE[0]), SCALE_RANGE[1])
-
-
-# --- source 4: the leading-key family (exact) ----------------------------------------------
-
-LEADING_FIELDS = ("keys", "scaling", "dim", "margin", "gap", "max_prob", "entropy",
-                  "entropy_ratio", "frobenius", "ln_n")
-
-
-def leading_rows(spec: SaturationFields) -> list[dict[str, Any]]:
-    """softmax of (g, 0, …, 0) for every n and rule, exactly (numerics.keys.leading_key)."""
-    assert spec.margin is not None
-    d = spec.dim if spec.dim is not None else 1
-    rows = []
-    for rule in spec.scalings:
-        lk = leading_key(spec.key_list, spec.margin, rule, d)
-        for i, n in enumerate(spec.key_list):
-            rows.append({
-                "keys": n, "scaling": rule.label, "dim": spec.dim, "margin": spec.margin,
-                "gap": finite(float(lk.gap[i])), "max_prob": float(lk.max_prob[i]),
-                "entropy": float(lk.entropy[i]), "entropy_ratio": float(lk.entropy_ratio[i]),
-                "frobenius": float(lk.frobenius[i]), "ln_n": math.log(n),
-            })
-    return rows
-
-
-def leading_figure(spec: SaturationFields, rows: list[dict[str, Any]]) -> Figure:
-    curves = []
-    for rule in spec.scalings:
-        pts = [r for r in rows if r["scaling"] == rule.label]
-        curves.append({"scaling": rule.label, "formula": rule.formula,
-                       **{f: [r[f] for r in pts] for f in ("keys", "max_prob",
-                                                            "entropy_ratio", "frobenius")}})
-    return Figure("leading_keys", "rules.leading_keys",
-                  f"One key leading n − 1 tied keys by {spec.margin:g}: exact, versus n",
-                  {"curves": curves, "margin": spec.margin, "dim": spec.dim})
-
-
-LEADING_THEORY = (
-    "Leading-key family: scores (g, 0, …, 0) with n − 1 ties, g = the rule's factor × margin. "
-    "With a = ln(n−1) − g: largest weight = 1/(1 + e^a), entropy = softplus(a) + g·σ(a), "
-    "‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴, computed without "
-    "cancellation (exact; no draws). At fixed g the leader fades once n ≫ e^g; logn:S makes "
-    "g = S·ln n·margin, so for S·margin > 1 the largest weight tends to 1, at = 1 to ½.",
-)
-
-
-# --- sources 2 and 3: Monte Carlo cells ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One way of turning a cell's raw scores into softmax inputs: multiply by `scale`
-    (then cap: C·tanh(x/C)). `source` is raw q·k, cos(q, k) or the cosine of mean-removed
-    vectors (LayerNorm, for qknorm); `probe` keeps the final scores at the probe positions."""
-
-    label: str
-    scale: float  # on the raw scores (standardized units), or on the cosines
-    cosine: bool = False
-    source: str = "raw"  # "raw", "cos" or "centred"
-    cap: float | None = None
-    probe: bool = False
-
-
-@dataclass(frozen=True)
-class Measured:
-    """Monte Carlo summary of one variant of one cell: (mean, se) over independent trials."""
-
-    stats: Mapping[str, tuple[float, float]]
-    median_frobenius: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
-class Cell:
-    """Everything kept from one cell: per-variant summaries and per-trial raw scores."""
-
-    trials: int
-    measured: tuple[Measured, ...]
-    probes: Mapping[str, Moments] = field(default_factory=dict)  # raw scores at fixed spots
-    first: Mapping[str, np.ndarray] | None = None  # the first trial, for the picture
-
-
-class _Fold:
-    """Receives block results strictly in block order (fold_blocks guarantees it) and keeps
-    only running moments per statistic and probe: memory does not grow with trials."""
-
-    def __init__(self, variants: int, trials: int, medians: bool) -> None:
-        self.parts: list[dict[str, Moments]] = [{} for _ in range(variants)]
-        self.medians = [sat.BatchMedians(trials, BATCHES) for _ in range(variants)] \
-            if medians else None
-        self.probes: dict[str, Moments] = {}
-        self.first: dict[str, np.ndarray] | None = None
-
-    def __call__(self, acc: _Fold, part: tuple) -> _Fold:
-        per_variant, probes, first = part
-        for i, (per_trial, frob_rows) in enumerate(per_variant):
-            for name, values in per_trial.items():
-                block = Moments.of(np.asarray(values, dtype=float))
-                self.parts[i][name] = self.parts[i].get(name, Moments()).merge(block)
-            if self.medians is not None:
-                self.medians[i].add(frob_rows)
-        for name, values in probes.items():
-            block = Moments.of(np.asarray(values, dtype=float))
-            self.probes[name] = self.probes.get(name, Moments()).merge(block)
-        if first is not None:
-            self.first = first
-        return self
-
-    def cell(self, trials: int) -> Cell:
-        measured = []
-        for i, parts in enumerate(self.parts):
-            stats = {name: _mean_se(m) for name, m in parts.items()}
-            med = self.medians[i].result() if self.medians is not None else None
-            measured.append(Measured(stats, med))
-        return Cell(trials, tuple(measured), dict(self.probes), self.first)
-
-
-def _mean_se(m: Moments) -> tuple[float, float]:
-    """Mean and its standard error sd/√N over independent trials."""
-    return m.mean, (math.sqrt(m.variance / m.n) if m.n > 1 else math.nan)
-
-
-def gaussian_cell(
-    spec: SaturationFields, n: int, key: tuple[int, ...], *, threshold: float | None,
-    jacobian: bool, ctx: RunContext,
-) -> Cell:
-    """Rows of n iid N(0, s²) scores for every s of the spec, from the same standard normal
-    draws (common random numbers: the curves over s are not blurred by independent noise)."""
-    stds = list(spec.score_stds or [])
-    trials = spec.trials
-    per, blocks = sat.gaussian_blocks(n, trials)
-
-    def work(b: int) -> tuple:
-        rng = block_generator(spec.seed or 0, (*key, b))
-        z = sat.gaussian_scores(rng, min(per, trials - b * per), n)
-        out = []
-        for s in stds:
-            st = sat.row_stats(z, clamp(s), threshold=threshold, jacobian=jacobian)
-            out.append((st, st["frobenius"][:, None] if jacobian else None))
-        return out, {"score": z[:, 0].copy()}, None
-
-    fold = _Fold(len(stds), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
-
-
-def vector_cell(
-    spec: SaturationFields, law: PairLaw, d: int, n: int, variants: Sequence[Variant],
-    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, ctx: RunContext,
-    keep_first: bool,
-) -> Cell:
-    """Sequences of n queries and n keys in d dimensions; every variant sees the same draws.
-
-    Rows within one sequence are not independent, so each trial contributes its average over
-    the n query rows, and standard errors are taken over trials. The raw scores at two fixed
-    positions, (1, 0) (an independent query-key pair) and (0, 0) (a query with its own key),
-    are kept per trial to check the score law: one value per trial is an iid sample.
-    """
-    trials = spec.trials
-    per, blocks = sat.sequence_blocks(n, d, trials)
-    want_cos = any(v.cosine or v.source == "cos" for v in variants)
-    want_centred = any(v.source == "centred" for v in variants)
-    masked = spec.mask == "causal"
-
-    def work(b: int) -> tuple:
-        rng = block_generator(spec.seed or 0, (*key, b))
-        extra: dict[str, np.ndarray] | None = {} if want_centred else None
-        raw, cos, qk = sat.sequence_scores(rng, law, min(per, trials - b * per), n, d,
-                                           cosine=want_cos, keep_first=keep_first and b == 0,
-                                           centred=extra)
-        probes = {"offdiag": raw[:, 1, 0].copy(), "diag": raw[:, 0, 0].copy()}
-        if cos is not None:
-            probes.update(offdiag_cos=cos[:, 1, 0].copy(), diag_cos=cos[:, 0, 0].copy())
-        first = None
-        if keep_first and b == 0:
-            first = {"raw": raw[0].copy()}
-            if cos is not None:
-                first["cos"] = cos[0].copy()
-            if qk is not None:
-                first["q"], first["k"] = qk
-        sources = {"raw": raw, "cos": cos, "centred": extra["cos"] if extra else None}
-        if masked:
-            sources = {k: (sat.causal(v) if v is not None else None) for k, v in sources.items()}
-        out = []
-        for v in variants:
-            src = sources["cos" if v.cosine else v.source]
-            assert src is not None
-            scale = clamp(v.scale)
-            if v.cap is not None:
-                src, scale = capped(src, v.scale, v.cap), 1.0
-            if v.probe:
-                probes[f"{v.label}@offdiag"] = scale * src[:, 1, 0]
-                probes[f"{v.label}@diag"] = scale * src[:, 0, 0]
-            st = sat.row_stats(src, scale, threshold=threshold, jacobian=jacobian)
-            per_trial = {name: values.mean(axis=1) for name, values in st.items()}
-            out.append((per_trial, st["frobenius"] if jacobian else None))
-        return out, probes, first
-
-    fold = _Fold(len(variants), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
-
-
-def additive_cell(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tuple[int, ...],
-                  *, threshold: float | None, jacobian: bool, ctx: RunContext) -> Cell:
-    """Rows of n additive scores, one query with fresh weights per trial (independent rows)."""
-    h = spec.additive
-    assert h is not None
-    trials = spec.trials
-    per, blocks = additive_blocks(n, d, h, trials)
-
-    def work(b: int) -> tuple:
-        rng = block_generator(spec.seed or 0, (*key, 7, b))
-        e = additive_scores(rng, min(per, trials - b * per), n, d, h, law.kind)
-        st = sat.row_stats(e, 1.0, threshold=threshold, jacobian=jacobian)
-        return [(st, st["frobenius"][:, None] if jacobian else None)], {"additive": e[:, 0]}, None
-
-    fold = _Fold(1, trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
-
-
 def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:
     """(row label, formula) of every curve over d: the rules, then the additive source."""
     out = [(s.label, s.formula) for s in spec.scalings]
@@ -329,28 +99,6 @@ def additive_row(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cel
                 "theory_self_score_mean": None,
                 "self_score_mean_z": None})
     return row
-
-
-def variants_for(spec: SaturationFields, d: int, unit: float, n: int) -> list[Variant]:
-    return [variant(s, d, unit, n) for s in spec.scalings]
-
-
-def variant(s: Scaling, d: int, unit: float, n: int) -> Variant:
-    """How rule s turns the cell's scores at (d, n) into softmax inputs."""
-    if s.cosine:
-        return Variant(s.label, s.factor(d), True, "cos")
-    if s.norm is not None:
-        # q̂·k̂ = d·cos with |q̂|² = d: LayerNorm's cosines are those of mean-removed vectors
-        return Variant(s.label, d * s.factor(d), False,
-                       "centred" if s.norm == "layer" else "cos", probe=True)
-    return Variant(s.label, s.factor(d, n) * unit, False, "raw", s.cap, probe=s.cap is not None)
-
-
-def capped(z: np.ndarray, scale: float, cap: float) -> np.ndarray:
-    """C·tanh(scale·z/C), masked (−inf) entries kept masked."""
-    with np.errstate(invalid="ignore"):
-        out = cap * np.tanh(z * (scale / cap))
-    return np.where(np.isneginf(z), -np.inf, out)
 
 
 # --- theory beside source-2 rows --------------------------------------------------------------
@@ -601,118 +349,7 @@ def lookup(rows: list[dict[str, Any]]):
     return find
 
 
-# --- coordinate-check slopes over d -------------------------------------------------------
-
-SLOPE_FIELDS = ("keys", "scaling", "quantity", "slope", "slope_se", "method", "theory_slope",
-                "finite_d_theory_slope", "agrees")
-
-
-def _q(r: Mapping[str, Any], name: str) -> tuple[float | None, float | None, float | None]:
-    """(value, se, exact theory value) of a headline quantity in one source-2 row."""
-    if name == "score_std":
-        var, se, th = r["score_var"], r["score_var_se"], r["theory_score_var"]
-        if not var or var <= 0:
-            return None, None, None
-        exact = th if r.get("score_var_z") is not None else None
-        return (math.sqrt(var), se / (2 * math.sqrt(var)) if se else None,
-                math.sqrt(exact) if exact else None)
-    if name == "self_score_mean":
-        th = r["theory_self_score_mean"] if r.get("self_score_mean_z") is not None else None
-        return r["self_score_mean"], r.get("self_score_mean_se"), th
-    if name == "one_minus_max":
-        return 1.0 - r["mean_max_prob"], r["mean_max_prob_se"], None
-    if name == "entropy_deficit":
-        return r["ln_n"] - r["mean_entropy"], r["mean_entropy_se"], None
-    return r.get(name), r.get(f"{name}_se"), None
-
-
-def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: Sequence[str],
-                k: float) -> tuple[list[dict[str, Any]], list[Check]]:
-    """Log-log slope of each headline quantity against d, per n and rule, with its se; the
-    check compares the finite-d theory slope (the same fit through exact theory values at
-    the same d) where the theory is exact, and reports the large-d slope beside it."""
-    out, checks = [], []
-    rules: list[tuple[str, Scaling | None]] = [(r.label, r) for r in spec.scalings]
-    if spec.additive:
-        rules.append((f"additive:{spec.additive}", None))
-    for n in spec.key_list:
-        for label, rule in rules:
-            pts = sorted((r for r in rows if r["keys"] == n and r["scaling"] == label),
-                         key=lambda r: r["dim"])
-            for name in quantities:
-                if name == "self_score_mean" and spec.correlation == 0:
-                    continue
-                vals = [_q(r, name) for r in pts]
-                dims = [r["dim"] for r in pts]
-                y = [v[0] if v[0] is not None else math.nan for v in vals]
-                se = [v[1] if v[1] is not None else math.nan for v in vals]
-                use_se = all(e and e > 0 and math.isfinite(e) for e in se)
-                try:
-                    fit = fit_slope(dims, y, se if use_se else None)
-                except ValueError:
-                    continue
-                coupling = "aligned" if name == "self_score_mean" else "independent"
-                quantity = {"self_score_mean": "score_std",
-                            "mean_frobenius": "frobenius"}.get(name, name)
-                # additive scores: Var(e) tends to a constant, so their law is d-free
-                asym = theory_slope(rule, quantity, coupling) if rule is not None else 0.0
-                if name not in ("score_std", "self_score_mean") and (
-                        spec.correlation != 0 or spec.mask != "none" or spec.mean != 0):
-                    asym = None  # the table's weight slopes assume centred independent rows
-                finite_th = None
-                if all(v[2] is not None and v[2] > 0 for v in vals):
-                    th = [float(v[2]) for v in vals]  # type: ignore[arg-type]
-                    # the same weights as the measured fit, so both slopes average alike
-                    th_se = [t * e / m for t, e, m in zip(th, se, y, strict=True)] \
-                        if use_se else None
-                    finite_th = fit_slope(dims, th, th_se).slope
-                agrees = fit.agrees(finite_th, k) if finite_th is not None else None
-                out.append({"keys": n, "scaling": label, "quantity": name,
-                            "slope": finite(fit.slope), "slope_se": finite(fit.se),
-                            "method": fit.method, "theory_slope": asym,
-                            "finite_d_theory_slope": finite(finite_th) if finite_th is not None
-                            else None, "agrees": agrees})
-                if agrees is not None:
-                    checks.append(Check(
-                        f"n={n} {label} {name} slope", bool(agrees),
-                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
-                        f"these d (large-d {asym:+g}); pass: within {k:g} se"
-                        if asym is not None else
-                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f}"))
-    return out, checks
-
-
 # --- theory lines ----------------------------------------------------------------------------
-
-
-def rule_lines(spec: SaturationFields) -> list[str]:
-    """Theory lines for the rules beyond ÷T·d^p and cosine that the spec uses."""
-    lines = []
-    if any(s.norm is not None for s in spec.scalings):
-        lines.append("qknorm: q̂·k̂/√d with |q̂|² = d. RMSNorm gives √d·cos(q, k), Var = 1 for "
-                     "centred isotropic q, k (cosine:τ has 1/(dτ²): √d·τ apart in std); "
-                     "LayerNorm removes the coordinate mean, leaving a (d−1)-dim isotropic "
-                     "law: Var = d/(d−1). Correlated Gaussian pairs: cos is the sample "
-                     "correlation of d (or d−1) pairs, moments by ₂F₁ (Hotelling).")
-    if any(s.cap is not None for s in spec.scalings):
-        lines.append("softcap:C: C·tanh(s/C) of s = q·k/√d; theory treats s as Gaussian with "
-                     "its exact mean and variance and integrates tanh² by quadrature (exact "
-                     "for Gaussian s; q·k/√d is Gaussian only as d → ∞).")
-    if any(s.log_n is not None for s in spec.scalings):
-        lines.append("logn:S multiplies q·k by S·ln n (n = keys), so the score spread at n "
-                     "keys is S·ln n·√Var(q·k): it grows with n as the largest of n scores "
-                     "does (√(2 ln n)), which keeps the top weight from fading.")
-    if spec.additive:
-        lines.append(f"additive:{spec.additive}: e = vᵀtanh(W₁q + W₂k), {ADDITIVE_INIT}; "
-                     "keys independent of the query. Given R = |q|² + |k|² each coordinate "
-                     "of W₁q + W₂k is N(0, R/d), so Var(e) = E_R[E tanh²(√(R/d)Z)] (exact for "
-                     "Gaussian q, k, any h), rising to E[tanh²(√2 Z)] ≈ 0.520 as d → ∞: "
-                     "no 1/√d is needed. Within a row the scores share q: no closed form is "
-                     "given for their covariance.")
-    if any(s.power == 1.0 and s.temperature != 1.0 for s in spec.scalings):
-        lines.append("μP (mup = 8/d, linear:C = C/d): score std C·σ²/√d for independent q, k "
-                     "(8/d equals 1/√d at d = 64); for aligned q, k the score tends to C·ρσ².")
-    return lines
 
 
 def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:

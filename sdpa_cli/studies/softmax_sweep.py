@@ -14,7 +14,9 @@ from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
+from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
+from sdpa_cli.studies import score_draws as draws
 from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
@@ -73,7 +75,7 @@ LEADING_COLUMNS = (
     Column("frobenius", "‖J‖_F"),
 )
 FIELDS = {
-    "leading": shared.LEADING_FIELDS,
+    "leading": rtab.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
                  "entropy", "effective_keys"),
     "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
@@ -106,9 +108,9 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     notes: list[str] = []
     tables: list[Table] = []
     if source == "leading":
-        rows = shared.leading_rows(spec)
+        rows = rtab.leading_rows(spec)
         columns: tuple[Column, ...] = LEADING_COLUMNS
-        figures.append(shared.leading_figure(spec, rows))
+        figures.append(rtab.leading_figure(spec, rows))
         title = "Leading key among n − 1 ties, versus n (exact)"
     elif source == "explicit":
         rows = _explicit_rows(spec)
@@ -124,7 +126,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)
         if len(spec.dim_list) >= 3:
-            slopes, slope_checks = shared.slope_table(spec, rows, SLOPE_QUANTITIES,
+            slopes, slope_checks = rtab.slope_table(spec, rows, SLOPE_QUANTITIES,
                                                       spec.se_tolerance)
             tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
                                 SLOPE_COLUMNS, tuple(slopes)))
@@ -203,8 +205,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
         keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
     for i, d in enumerate(dims):
         for j, n in enumerate(keys):
-            variants = shared.variants_for(spec, d, unit, n)
-            cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
+            variants = draws.variants_for(spec, d, unit, n)
+            cell = draws.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
                                       jacobian=False, ctx=ctx, keep_first=want_picture)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
@@ -214,7 +216,7 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
             rows.extend(cell_rows)
             checks.extend(shared.cell_checks(spec, d, n, cell_rows, k))
             if spec.additive:
-                add = shared.additive_cell(spec, law, d, n, (i, j), threshold=spec.threshold,
+                add = draws.additive_cell(spec, law, d, n, (i, j), threshold=spec.threshold,
                                            jacobian=False, ctx=ctx)
                 row = shared.additive_row(spec, law, d, n, add, STATS, sweep=True)
                 rows.append(row)
@@ -273,7 +275,7 @@ def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure
 
 
 def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
-             cell: shared.Cell) -> Figure | None:
+             cell: draws.Cell) -> Figure | None:
     """The first sequence's score matrices, weights and entropy per query, one row per rule;
     every number drawn is computed here."""
     first = cell.first
@@ -281,18 +283,18 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
         return None
     panels = []
     for scaling in spec.scalings:
-        v = shared.variant(scaling, d, unit, n)
+        v = draws.variant(scaling, d, unit, n)
         base = _picture_base(first, v)
         if base is None:
             continue
         c = v.scale
         if v.cap is not None:
-            base, c = shared.capped(base, c, v.cap), 1.0
+            base, c = draws.capped(base, c, v.cap), 1.0
         with np.errstate(over="ignore"):  # beyond float64 becomes inf, drawn as blank
             scores = base * c
         if spec.mask == "causal":
             scores = sat.causal(scores)
-        logp_scale = shared.clamp(c)
+        logp_scale = draws.clamp(c)
         src = sat.causal(base) if spec.mask == "causal" else base
         weights = softmax(src, logp_scale)
         ent = entropy(src, logp_scale)
@@ -315,7 +317,7 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
                   f"First sampled sequence: d_k = {d}, {n} positions", data)
 
 
-def _picture_base(first: Mapping[str, np.ndarray], v: shared.Variant) -> np.ndarray | None:
+def _picture_base(first: Mapping[str, np.ndarray], v: draws.Variant) -> np.ndarray | None:
     """The first sequence's raw scores, cosines or mean-removed cosines for variant v."""
     if v.cosine or v.source == "cos":
         return first.get("cos")
@@ -336,7 +338,7 @@ def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
-        cell = shared.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
+        cell = draws.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
                                     ctx=ctx)
         for s, measured in zip(stds, cell.measured, strict=True):
             row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True)
