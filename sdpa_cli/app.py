@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sdpa_cli import batch, paths, registry, report, spec
+from sdpa_cli import batch, executors, paths, registry, report, spec
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
@@ -30,13 +30,15 @@ def run_study(
     A bare word for spec_path names a shipped (or local) spec of this study."""
     if spec_path is not None and is_example_name(str(spec_path)) and not spec_path.exists():
         spec_path = find_spec(study, str(spec_path))
+    executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
     resolved = spec.load(spec_path, study=study, overrides=overrides, flags=flags,
                          default_name=study)
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
     report.ready(target)
-    started = time.time()
-    result = registry.get(study).run(resolved, report.context(settings))
+    with executors.session(settings) as settings:
+        started = time.time()
+        result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
                               argv=argv if argv is not None else sys.argv, started=started)
     report.emit(result, settings, folder)

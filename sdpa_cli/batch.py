@@ -8,8 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import paths, process, registry, report, spec
-from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, Problem, SdpaError
+from sdpa_cli import executors, paths, process, registry, report, spec
+from sdpa_cli.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    InputError,
+    Problem,
+    SchedulerLost,
+    SdpaError,
+)
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
 
@@ -80,6 +87,8 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     try:
         result = registry.get(p.spec.study).run(p.spec, report.context(settings))
         folder = report.write_run(result, settings, target=p.target, argv=argv, started=started)
+    except SchedulerLost:
+        raise  # every later spec would fail the same way: end the batch (exit 1)
     except SdpaError as e:
         if not catch:
             raise
@@ -131,12 +140,13 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     from sdpa_cli.report import batch as batch_report
     from sdpa_cli.report.progress import Progress
 
+    executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
     planned = plan(validate(collect(targets)), settings)
     # index.md and report.html: sdpa's own or absent, checked before any work
     report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
                        else "--out")
     progress = Progress(len(planned), quiet=settings.quiet)
-    with progress:
+    with executors.session(settings) as settings, progress:
         outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
                                       progress=progress)
     described = batch_report.write(outcomes, settings.root)

@@ -248,7 +248,7 @@ def gradients(spec_path: Path | None, **kwargs: Any) -> int:
 @batch_options
 def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
             fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
-            dpi: int | None) -> int:
+            dpi: int | None, scheduler: str | None) -> int:
     """Run every spec in the given files and folders (default: experiments/).
 
     Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
@@ -265,7 +265,8 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
     from sdpa_cli.report import Settings
 
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
-                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi)
+                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
+                        scheduler=scheduler)
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast)
 
 

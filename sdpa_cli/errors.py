@@ -80,6 +80,10 @@ class RunError(SdpaError):
     exit_code = EXIT_CHECK_FAILED
 
 
+class SchedulerLost(RunError):
+    """The Dask cluster running the blocks went away: a batch stops at once."""
+
+
 class SpecFieldError(Exception):
     """Raised inside spec validation for a cross-field rule; names the field it is about.
 

@@ -226,6 +226,14 @@ def _workers(default: Any = default_workers) -> Callable:
                         help="Threads drawing blocks; results are identical for any value.")
 
 
+def _scheduler() -> Callable:
+    return click.option(
+        "--scheduler", default=None, metavar="ADDRESS",
+        help="Run the blocks on a Dask cluster: tcp://HOST:PORT, or local:N to start N worker "
+             "processes here (default: $SDPA_SCHEDULER, else local threads). Same digits "
+             "either way. Needs pip install 'sdpa[dask]'.")
+
+
 def _wide() -> Callable:
     return click.option("--wide", is_flag=True,
                         help="Show every table column, however wide the terminal.")
@@ -244,14 +252,14 @@ def _apply(f: Callable, decorators: list[Callable]) -> Callable:
 
 # The settings every study command shares, by parameter name (report.Settings fields).
 SETTINGS = ("out", "fmt", "no_plots", "svg", "dpi", "check", "quiet", "workers", "wide",
-            "explain")
+            "explain", "scheduler")
 
 
 def common_options(f: Callable) -> Callable:
     """Flags every study command shares: where and how results are shown, the threads used
     (never a number of the results), and the seed."""
     return _apply(f, [_out(), _format(), _no_plots(), _svg(), _dpi(), _check(), _quiet(),
-                      _workers(), _wide(), _explain(),
+                      _workers(), _scheduler(), _wide(), _explain(),
                       value_option("--seed", metavar="N",
                                    help="Seed entropy (recorded; default: fresh).")])
 
@@ -266,5 +274,5 @@ def batch_options(f: Callable) -> Callable:
         _format(("table", "json"), "json: a summary of the batch on stdout."),
         _no_plots("Skip figures (the report has none either)."), _svg(), _dpi(),
         _quiet("No progress or summary; a failure still prints one line."),
-        _workers(None),
+        _workers(None), _scheduler(),
     ])

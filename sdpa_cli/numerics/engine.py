@@ -54,18 +54,24 @@ class DotStats:
 
 @dataclass(frozen=True)
 class _Part:
-    """One block's summary, computed in the worker thread that drew the block."""
+    """One block's summary, computed where the block was drawn: this, not the draws, is what
+    comes back from a worker (a cluster's sends it over the network)."""
 
     moments: Moments
-    counts: np.ndarray
+    bins: np.ndarray | None  # the histogram bins the block hit (int32), None for all …
+    counts: np.ndarray  # … and the count in each (a block of 262 values hits ≤ 262 bins)
     under: int
     over: int
-    head: np.ndarray  # the block's first values, for the capped sample
+    head: np.ndarray  # the block's first values still wanted by the capped sample
 
     @classmethod
-    def of(cls, x: np.ndarray, lo: float, hi: float, cap: int) -> _Part:
+    def of(cls, x: np.ndarray, lo: float, hi: float, want: int) -> _Part:
         counts, under, over = bin_counts(x, lo, hi, FINE_BINS)
-        return cls(Moments.of(x), counts, under, over, x[:cap])
+        hit = np.flatnonzero(counts)
+        if hit.size * 12 >= counts.size * 8:  # (int32 bin, int64 count) pairs: no saving
+            return cls(Moments.of(x), None, counts, under, over, x[:want].copy())
+        return cls(Moments.of(x), hit.astype(np.int32), counts[hit], under, over,
+                   x[:want].copy())
 
 
 class _Stream:
@@ -82,12 +88,15 @@ class _Stream:
 
     def add(self, part: _Part) -> None:
         self.moments = self.moments.merge(part.moments)
-        self.counts += part.counts
+        if part.bins is None:
+            self.counts += part.counts
+        else:
+            self.counts[part.bins] += part.counts  # distinct bins: integer sums, exact
         self.under += part.under
         self.over += part.over
         if self.kept < self.cap:
             head = part.head[: self.cap - self.kept]
-            self.heads.append(head.copy())
+            self.heads.append(head)  # part.head is already a private copy
             self.kept += head.size
 
     def freeze(self) -> Summary:
@@ -145,8 +154,10 @@ def simulate_dots(
             dot, cos, degenerate = direct_block(rng, law, rows, d, plan.cols, want_cos, side)
         if scale != 1.0:
             dot = dot / scale
-        cos_part = _Part.of(cos, cos_lo, cos_hi, sample_cap) if cos is not None else None
-        return _Part.of(dot, lo, hi, sample_cap), cos_part, degenerate
+        # Earlier blocks are full, so they already gave b·rows values to the sample.
+        want = max(0, sample_cap - b * plan.rows)
+        cos_part = _Part.of(cos, cos_lo, cos_hi, want) if cos is not None else None
+        return _Part.of(dot, lo, hi, want), cos_part, degenerate
 
     dot_stream = _Stream(lo, hi, sample_cap)
     cos_stream = _Stream(cos_lo, cos_hi, sample_cap) if want_cos else None

@@ -6,7 +6,8 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdpa_cli.errors import RunError
@@ -32,11 +33,15 @@ class Settings:
     workers: int = 1
     wide: bool = False  # every table column, whatever the terminal's width
     explain: bool = False  # the theory's exact forms beside the plain words
+    scheduler: str | None = None  # --scheduler as given; None: SDPA_SCHEDULER or local threads
+    # The live executor while a scheduler session is open (sdpa_cli.executors.session).
+    executor: Executor | None = field(default=None, compare=False, repr=False)
 
 
 def context(settings: Settings) -> RunContext:
-    """What a study may know of these settings: threads, and whether figures are drawn."""
-    return RunContext(workers=settings.workers, figures=settings.plots)
+    """What a study may know of these settings: threads, executor, whether figures are drawn."""
+    return RunContext(workers=settings.workers, figures=settings.plots,
+                      executor=settings.executor)
 
 
 def target_for(name: str, settings: Settings) -> Path:

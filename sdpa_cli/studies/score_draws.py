@@ -77,13 +77,11 @@ class _Fold:
     def __call__(self, acc: _Fold, part: tuple) -> _Fold:
         per_variant, probes, first = part
         for i, (per_trial, frob_rows) in enumerate(per_variant):
-            for name, values in per_trial.items():
-                block = Moments.of(np.asarray(values, dtype=float))
+            for name, block in per_trial.items():
                 self.parts[i][name] = self.parts[i].get(name, Moments()).merge(block)
             if self.medians is not None:
                 self.medians[i].add(frob_rows)
-        for name, values in probes.items():
-            block = Moments.of(np.asarray(values, dtype=float))
+        for name, block in probes.items():
             self.probes[name] = self.probes.get(name, Moments()).merge(block)
         if first is not None:
             self.first = first
@@ -96,6 +94,12 @@ class _Fold:
             med = self.medians[i].result() if self.medians is not None else None
             measured.append(Measured(stats, med))
         return Cell(trials, tuple(measured), dict(self.probes), self.first)
+
+
+def _moments(per_trial: Mapping[str, np.ndarray]) -> dict[str, Moments]:
+    """A block's per-trial values summarised where they were drawn: only these few numbers
+    travel back from a worker (the same Moments.of the fold would take, so the same digits)."""
+    return {name: Moments.of(np.asarray(v, dtype=float)) for name, v in per_trial.items()}
 
 
 def _mean_se(m: Moments) -> tuple[float, float]:
@@ -119,8 +123,8 @@ def gaussian_cell(
         out = []
         for s in stds:
             st = sat.row_stats(z, clamp(s), threshold=threshold, jacobian=jacobian)
-            out.append((st, st["frobenius"][:, None] if jacobian else None))
-        return out, {"score": z[:, 0].copy()}, None
+            out.append((_moments(st), st["frobenius"][:, None] if jacobian else None))
+        return out, _moments({"score": z[:, 0]}), None
 
     fold = _Fold(len(stds), trials, medians=jacobian)
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
@@ -175,8 +179,8 @@ def vector_cell(
                 probes[f"{v.label}@diag"] = scale * src[:, 0, 0]
             st = sat.row_stats(src, scale, threshold=threshold, jacobian=jacobian)
             per_trial = {name: values.mean(axis=1) for name, values in st.items()}
-            out.append((per_trial, st["frobenius"] if jacobian else None))
-        return out, probes, first
+            out.append((_moments(per_trial), st["frobenius"] if jacobian else None))
+        return out, _moments(probes), first
 
     fold = _Fold(len(variants), trials, medians=jacobian)
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
@@ -194,7 +198,8 @@ def additive_cell(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tup
         rng = block_generator(spec.seed or 0, (*key, 7, b))
         e = additive_scores(rng, min(per, trials - b * per), n, d, h, law.kind)
         st = sat.row_stats(e, 1.0, threshold=threshold, jacobian=jacobian)
-        return [(st, st["frobenius"][:, None] if jacobian else None)], {"additive": e[:, 0]}, None
+        return ([(_moments(st), st["frobenius"][:, None] if jacobian else None)],
+                _moments({"additive": e[:, 0]}), None)
 
     fold = _Fold(1, trials, medians=jacobian)
     return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)

@@ -98,7 +98,15 @@ def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
 
 def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
     plan = [(c, s) for c in configs(spec) for s in range(spec.seeds)]
-    if ctx.workers > 1:
+    if ctx.executor is not None:  # a cluster (--scheduler): one task per training run
+        futures = [ctx.executor.submit(train_one, spec, c, s) for c, s in plan]
+        try:
+            logs = [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    elif ctx.workers > 1:
         from concurrent.futures import ThreadPoolExecutor
 
         # Each run owns its generators, so the order of execution changes no digit.

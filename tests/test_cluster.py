@@ -1,0 +1,258 @@
+"""Blocks on a Dask cluster give the same bytes as local threads; cluster faults end cleanly."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sdpa_cli import executors, registry
+from sdpa_cli import spec as spec_mod
+from sdpa_cli.errors import InputError, SchedulerLost
+from sdpa_cli.numerics.engine import simulate_dots
+from sdpa_cli.numerics.sampling import PairLaw
+from sdpa_cli.report import writers
+from sdpa_cli.studies.context import RunContext
+
+needs_dask = pytest.mark.skipif(not executors.dask_installed(),
+                                reason="dask[distributed] is not installed (sdpa[dask])")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[executors.ClusterExecutor]:
+    """One LocalCluster of 2 worker processes for the whole module (it takes seconds)."""
+    if not executors.dask_installed():
+        pytest.skip("dask[distributed] is not installed (sdpa[dask])")
+    from distributed import Client, LocalCluster
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DASK_LOGGING__DISTRIBUTED", "error")
+        executors.keep_heap()
+        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None, silence_logs=logging.CRITICAL)
+        client = Client(lc)
+        try:
+            yield executors.ClusterExecutor(client, lc.scheduler_address)
+        finally:
+            client.close()
+            lc.close()
+
+
+def _client(ex: executors.ClusterExecutor) -> Any:
+    return ex._client
+
+
+class KillAt(Executor):
+    """Passes work to `inner`; just before the n-th submission calls `hit` once."""
+
+    def __init__(self, inner: executors.ClusterExecutor, n: int, hit: Callable[[], None]):
+        self.inner, self.n, self.hit, self.count = inner, n, hit, 0
+
+    @property
+    def slots(self) -> int:
+        return self.inner.slots
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.count += 1
+        if self.count == self.n:
+            self.hit()
+        return self.inner.submit(fn, *args, **kwargs)
+
+
+def _dots(**kw: Any) -> Any:
+    return simulate_dots(PairLaw("normal", 0.5, 0.3), 1000, 12_000, entropy=11, key=(4,),
+                         dot_range=(-8.0, 8.0), cosine=True, **kw)
+
+
+def _same_stats(a: Any, b: Any) -> None:
+    for sa, sb in ((a.dot, b.dot), (a.cosine, b.cosine)):
+        assert sa.moments == sb.moments
+        assert sa.histogram.counts.tobytes() == sb.histogram.counts.tobytes()
+        assert (sa.histogram.under, sa.histogram.over) == (sb.histogram.under, sb.histogram.over)
+        assert sa.sample.values.tobytes() == sb.sample.values.tobytes()
+    assert a.degenerate == b.degenerate
+
+
+# --- byte-identical results -----------------------------------------------------------------
+
+
+def test_simulate_dots_on_the_cluster_matches_one_thread(cluster):
+    _same_stats(_dots(workers=1), _dots(workers=1, executor=cluster))
+
+
+def _study(study: str, ctx: RunContext, **overrides: Any) -> tuple[str, str]:
+    spec = spec_mod.load(None, study=study, overrides=overrides)
+    result = registry.get(study).run(spec, ctx)
+    return writers.results_json(result), writers.table_csv(result)
+
+
+@pytest.mark.parametrize("study, overrides", [
+    ("variance", dict(dims=[3, 1000], pairs=10_000, seed=5, distribution="uniform")),
+    ("jacobian", dict(score_stds=[0.5, 4], keys=[16, 256], trials=300, seed=7)),
+    ("softmax-sweep", dict(dims=[16, 256], keys=[16], trials=200, correlation=0.5, seed=3,
+                           scalings=["none", "sqrt", "cosine:0.1"])),
+    ("gradients", dict(dims=[16, 64], trials=40, seed=2)),
+    ("train", dict(dims=[8], steps=20, seeds=2, batch=8, vocab=4, pairs=2, d_model=8, seed=4,
+                   learning_rates={"sgd": [0.1], "adam": [0.01]})),
+])
+def test_a_whole_study_on_the_cluster_matches_local_threads(cluster, study, overrides):
+    local = _study(study, RunContext(workers=2), **overrides)
+    assert _study(study, RunContext(workers=1, executor=cluster), **overrides) == local
+
+
+@needs_dask
+def test_the_cli_on_a_tcp_scheduler_writes_the_same_document(cluster, sdpa, monkeypatch):
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "error")
+    args = ["variance", "--dims", "3", "1000", "--pairs", "4000", "--seed", "9",
+            "--no-plots", "--format", "json"]
+    local = sdpa(*args, "--out", "a")
+    address = _client(cluster).scheduler.address
+    remote = sdpa(*args, "--out", "b", "--scheduler", address)
+    assert (local.code, remote.code) == (0, 0)
+    assert remote.out == local.out
+    assert f"blocks run on Dask {address}" in remote.err
+    # the environment variable names the scheduler as well
+    monkeypatch.setenv(executors.ENV, address)
+    again = sdpa(*args, "--out", "c")
+    assert again.code == 0 and again.out == local.out and address in again.err
+
+
+# --- faults ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_is_retried_and_changes_no_digit(cluster):
+    client = _client(cluster)
+    pids = client.run(os.getpid)
+
+    def kill_one() -> None:
+        os.kill(sorted(pids.values())[0], signal.SIGKILL)
+
+    try:
+        # 46 blocks in 10 tasks of 5; slots = 2: 4 tasks in flight, so the 6th submission
+        # waits for folded results and both workers are busy when one dies.
+        flaky = KillAt(cluster, 6, kill_one)
+        _same_stats(_dots(workers=1), _dots(workers=1, executor=flaky))
+        assert flaky.count > 6
+    finally:
+        client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@needs_dask
+@pytest.mark.slow
+def test_a_lost_scheduler_ends_the_run_with_exit_1_and_keeps_the_old_folder(
+        sdpa, workdir: Path, monkeypatch):
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "critical")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], **quiet)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                               "--nthreads", "1", "--no-dashboard", "--no-nanny"], **quiet)
+    try:
+        args = ["variance", "--dims", "1000", "--pairs", "60000", "--seed", "2", "--no-plots",
+                "--out", "kept", "--scheduler", address]
+        first = None
+        for _ in range(30):  # the scheduler and its worker take a few seconds to come up
+            first = sdpa(*args)
+            if first.code == 0:
+                break
+            time.sleep(1)
+        assert first is not None and first.code == 0, first.err
+        kept = (workdir / "kept" / "results.json").read_bytes()
+
+        submit = executors.ClusterExecutor.submit
+        calls = []
+
+        def kill_scheduler_at_third(self, fn, /, *a, **kw):
+            calls.append(1)
+            if len(calls) == 3:
+                scheduler.send_signal(signal.SIGKILL)
+                scheduler.wait()
+            return submit(self, fn, *a, **kw)
+
+        monkeypatch.setattr(executors.ClusterExecutor, "submit", kill_scheduler_at_third)
+        lost = sdpa(*args, "--seed", "3")
+        assert lost.code == 1
+        lines = lost.err.strip().splitlines()
+        assert lines[-1].startswith(f"lost the Dask scheduler {address} mid-run"), lost.err
+        assert "Traceback" not in lost.err
+        assert (workdir / "kept" / "results.json").read_bytes() == kept
+        assert sorted(p.name for p in workdir.iterdir()) == ["kept"]
+    finally:
+        for p in (worker, scheduler):
+            p.kill()
+            p.wait()
+
+
+def test_lost_scheduler_is_a_run_error_of_exit_1():
+    assert SchedulerLost("x").exit_code == 1
+
+
+# --- bad input: exit 2, one line, nothing run ----------------------------------------------
+
+
+@pytest.mark.parametrize("value, message", [
+    ("nonsense", "'nonsense' is not a scheduler address"),
+    ("local:0", "local:0: N must be 1 to 64"),
+    ("http://host:8786", "is not a scheduler address"),
+])
+def test_a_bad_scheduler_flag_is_bad_input(sdpa, workdir, value, message):
+    r = sdpa("variance", "--dims", "3", "--scheduler", value)
+    assert r.code == 2
+    assert r.err.strip().splitlines() == [r.err.strip()]
+    assert r.err.startswith("--scheduler: ") and message in r.err
+    assert not (workdir / "outputs").exists()
+
+
+def test_a_bad_environment_scheduler_names_the_variable(sdpa, workdir, monkeypatch):
+    monkeypatch.setenv(executors.ENV, "tcp//nohost")
+    r = sdpa("run", "--out", "batch")
+    assert r.code == 2
+    assert r.err.startswith("SDPA_SCHEDULER: 'tcp//nohost' is not a scheduler address")
+    assert not (workdir / "batch").exists()
+
+
+def test_without_dask_the_flag_says_how_to_install_it(sdpa, workdir, monkeypatch):
+    monkeypatch.setattr(executors, "dask_installed", lambda: False)
+    r = sdpa("jacobian", "--scores", "1", "0", "--scheduler", "local:2")
+    assert r.code == 2
+    assert r.err.strip() == "--scheduler: needs Dask, which is not installed: " \
+                            "pip install 'sdpa[dask]'"
+    with pytest.raises(InputError):
+        executors.resolve(None, {executors.ENV: "tcp://h:1"})
+
+
+def test_no_scheduler_means_local_threads():
+    assert executors.resolve(None, {}) is None
+    assert executors.resolve(None, {executors.ENV: "  "}) is None
+
+
+@needs_dask
+def test_an_unreachable_scheduler_is_exit_1_and_writes_nothing(sdpa, workdir, monkeypatch):
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "critical")
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    r = sdpa("variance", "--dims", "3", "--out", "x", "--scheduler", address)
+    assert r.code == 1
+    assert r.err.strip().startswith(f"cannot reach the Dask scheduler {address}")
+    assert r.err.strip().endswith("nothing ran")
+    assert not (workdir / "x").exists()
