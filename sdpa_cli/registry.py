@@ -68,6 +68,7 @@ def _jacobian() -> Study:
 
 
 def _saturation_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import rules_figures as r
     from sdpa_cli.report.figures import saturation_figures as f
 
     return {
@@ -79,6 +80,8 @@ def _saturation_figures() -> Mapping[str, Renderer]:
         "saturation.jacobian_vs_dim": f.draw_jacobian_vs_dim,
         "saturation.frobenius_vs_std": f.draw_frobenius_vs_std,
         "saturation.phase_diagram": f.draw_phase_diagram,
+        "rules.leading_keys": r.draw_leading_keys,
+        "rules.rem_participation": r.draw_rem_participation,
     }
 
 

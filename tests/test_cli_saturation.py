@@ -71,9 +71,9 @@ def test_other_formats_on_stdout_match_the_files(sdpa, workdir, fmt, starts):
      "choose different score sources"),
     ((), "say where the scores come from"),
     (("--scores", "1", "2", "--keys", "5"), "--keys: keys: applies to random queries"),
-    (("--scores", "1", "2", "--scalings", "sqrt"), "--scalings: scalings: scaling rules need"),
-    (("--scores", "1", "2", "--dim", "8", "--scalings", "cosine"), "cosine scaling needs"),
-    (("--scores", "1", "--dim", "8", "--scales", "2"), "give scales or dim with scalings"),
+    (("--scores", "1", "2", "--scalings", "sqrt"), "--scalings: scalings[0]: sqrt depends on d_k"),
+    (("--scores", "1", "2", "--dim", "8", "--scalings", "cosine"), "cosine normalises q and k"),
+    (("--scores", "1", "--dim", "8", "--scales", "2"), "give scales, or scalings"),
     (("--scores", "1", "x"), "--scores: scores[1]: must be a number, got 'x'"),
     (("--scores", "1", "--scales", "0"), "--scales: scales[0]: must be > 0, got 0"),
     (("--dims", "8", "--keys", "1"), "--keys: keys[0]: must be ≥ 2, got 1"),
@@ -105,7 +105,8 @@ def test_spec_file_errors_point_at_the_line(sdpa, workdir):
     assert r.err.strip() == (f"{path}:3:13: score_stds: scores (--scores) and score_stds "
                              "(--score-stds) choose different score sources; give only one "
                              "of explicit scores (scores); random queries and keys (dims, or "
-                             "d_model with heads); random Gaussian scores (score_stds)")
+                             "d_model with heads); random Gaussian scores (score_stds); one key "
+                             "leading n − 1 tied keys (margin)")
 
 
 def test_documented_entry_naming_no_row_is_refused_before_running(sdpa, workdir):
@@ -206,7 +207,8 @@ def test_resolved_spec_in_the_run_folder_runs_again_to_the_same_numbers(sdpa, wo
     (("softmax-sweep", "--dims", "64", "--keys", "10"), {"attention_picture.png"}),
     (("softmax-sweep", "--dims", "8", "64", "--keys", "10", "20"), {"saturation_vs_dim.png"}),
     (("softmax-sweep", "--score-stds", "0.5", "4", "--keys", "4", "32"),
-     {"saturation_vs_std.png"}),
+     {"saturation_vs_std.png", "rem_participation.png"}),
+    (("softmax-sweep", "--margin", "2", "--keys", "4", "32"), {"leading_keys.png"}),
     (("jacobian", "--scores", "1", "0", "--dim", "64"), {"jacobian_vs_scale.png"}),
     (("jacobian", "--dims", "8", "32", "--keys", "6"), {"jacobian_vs_dim.png"}),
     (("jacobian", "--score-stds", "0.5", "2", "8", "--keys", "4", "32"),
@@ -214,13 +216,19 @@ def test_resolved_spec_in_the_run_folder_runs_again_to_the_same_numbers(sdpa, wo
 ])
 def test_each_source_draws_its_figures(sdpa, workdir, args, figures):
     r = sdpa(*args, "--trials", "50", "--seed", "1", "--out", "run", "-q") \
-        if "--scores" not in args else sdpa(*args, "--out", "run", "-q")
+        if "--scores" not in args and "--margin" not in args \
+        else sdpa(*args, "--out", "run", "-q")
     assert r.code == 0, r.err
     assert {p.name for p in (workdir / "run").glob("*.png")} == figures
 
 
 MONTE_CARLO = {"scaling-effect-picture", "rules-independent", "rules-correlated",
-               "entropy-vs-spread", "phase-diagram", "gradient-vs-dim"}
+               "entropy-vs-spread", "phase-diagram", "gradient-vs-dim",
+               "rules-field-independent", "rules-field-aligned", "rules-field-vs-dim",
+               "rem-vs-n"}
+# Issue 15's specs go past what the documents print: nothing there to audit.
+ISSUE_15 = {"rules-field-independent", "rules-field-aligned", "rules-field-vs-dim",
+            "rem-vs-n", "leading-key-vs-n", "jacobian-leading-key-vs-n"}
 SHIPPED = sorted((EXPERIMENTS / "softmax-sweep").glob("*.yaml")) + \
     sorted((EXPERIMENTS / "jacobian").glob("*.yaml"))
 
@@ -236,7 +244,7 @@ def test_shipped_specs_pass_their_checks(sdpa, spec_file):
     doc = r.json()
     assert doc["source"].split(",")[0] == "001_409455fed8d25d77.txt"
     assert doc["title"] and doc["spec"]["description"]
-    assert (spec_file.stem in MONTE_CARLO) == (not doc["audit"])
+    assert (spec_file.stem in MONTE_CARLO | ISSUE_15) == (not doc["audit"])
 
 
 def test_shipped_stems_are_unique_across_experiments():

@@ -26,14 +26,15 @@ SCORE_CHUNK = 1 << 18
 def row_stats(
     z: np.ndarray, scale: float, *, threshold: float | None = None, jacobian: bool = True
 ) -> dict[str, np.ndarray]:
-    """Per row of scale·z: largest weight, entropy, saturation flag and Jacobian norms.
+    """Per row of scale·z: largest weight, entropy, Σp², saturation flag and Jacobian norms.
 
     Rows are processed ROW_CHUNK entries at a time, so any number of rows fits in memory.
     """
     z = np.asarray(z, dtype=float)
     rows, n = z.reshape(-1, z.shape[-1]).shape
     flat = z.reshape(rows, n)
-    names = ["max_prob", "entropy"] + (["frobenius", "max_abs"] if jacobian else [])
+    names = ["max_prob", "entropy", "participation"] + (["frobenius", "max_abs"]
+                                                         if jacobian else [])
     out = {k: np.empty(rows) for k in names}
     step = max(1, ROW_CHUNK // n)
     for start in range(0, rows, step):
@@ -43,6 +44,7 @@ def row_stats(
             p = np.exp(logp)
         out["max_prob"][part] = p.max(axis=-1)
         out["entropy"][part] = entropy_of(logp, p)
+        out["participation"][part] = np.einsum("ij,ij->i", p, p)  # Σp², the REM's Y₂
         if jacobian:
             norms = jacobian_norms(p)
             out["frobenius"][part] = norms["frobenius"]
@@ -226,7 +228,7 @@ _BUF = _Buffers()
 
 def sequence_scores(
     rng: np.random.Generator, law: PairLaw, trials: int, n: int, d: int, *, cosine: bool,
-    keep_first: bool = False,
+    keep_first: bool = False, centred: dict[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
     """Scores of `trials` sequences of n queries and n keys in d dimensions.
 
@@ -237,8 +239,11 @@ def sequence_scores(
     For the sphere law the vectors are unit vectors, so S is already the cosine matrix.
     When n·d exceeds the buffer, one trial is drawn a slice of coordinates at a time and S
     accumulated, so memory stays n² + CHUNK whatever d is.
+    Given a dict `centred`, it receives "cos": the cosines of the mean-removed vectors
+    (q − q̄1)·(k − k̄1)/(|q − q̄1||k − k̄1|), what LayerNorm-then-dot sees (qknorm).
     """
-    norms = cosine or law.kind == "sphere"
+    want_centred = centred is not None
+    norms = cosine or law.kind == "sphere" or want_centred
     first = None
     if n * d <= CHUNK:
         size = trials * n * d
@@ -249,6 +254,8 @@ def sequence_scores(
         if norms:
             nq = np.einsum("tid,tid->ti", q, q)
             nk = np.einsum("tid,tid->ti", k, k)
+        if want_centred:
+            sq, sk = q.sum(axis=-1), k.sum(axis=-1)
         if keep_first:
             first = (q[0].copy(), k[0].copy())
     else:
@@ -258,6 +265,8 @@ def sequence_scores(
         s = np.zeros((1, n, n))
         nq = np.zeros((1, n))
         nk = np.zeros((1, n))
+        sq = np.zeros((1, n))
+        sk = np.zeros((1, n))
         for start in range(0, d, width):
             w = min(width, d - start)
             q = _BUF.q[: n * w].reshape(1, n, w)
@@ -267,6 +276,11 @@ def sequence_scores(
             if norms:
                 nq += np.einsum("tid,tid->ti", q, q)
                 nk += np.einsum("tid,tid->ti", k, k)
+            if want_centred:
+                sq += q.sum(axis=-1)
+                sk += k.sum(axis=-1)
+    if centred is not None:
+        centred["cos"] = _centred_cos(s, nq, nk, sq, sk, d)
     if not norms:
         return s, None, first
     denom = np.sqrt(nq)[:, :, None] * np.sqrt(nk)[:, None, :]  # no overflowing product
@@ -277,6 +291,19 @@ def sequence_scores(
             first = (_unit_rows(q0), _unit_rows(k0))
         return cos, (cos if cosine else None), first
     return s, cos, first
+
+
+def _centred_cos(s: np.ndarray, nq: np.ndarray, nk: np.ndarray, sq: np.ndarray,
+                 sk: np.ndarray, d: int) -> np.ndarray:
+    """cos of mean-removed vectors from q·k, |q|², |k|² and the coordinate sums: Pq·Pk =
+    q·k − (Σq)(Σk)/d and |Pq|² = |q|² − (Σq)²/d. A constant vector (d = 1 always) gives 0."""
+    num = s - sq[:, :, None] * sk[:, None, :] / d
+    vq = np.maximum(nq - sq * sq / d, 0.0)
+    vk = np.maximum(nk - sk * sk / d, 0.0)
+    denom = np.sqrt(vq)[:, :, None] * np.sqrt(vk)[:, None, :]
+    tiny = 1e-12 * np.sqrt(nq)[:, :, None] * np.sqrt(nk)[:, None, :]
+    out: np.ndarray = np.divide(num, denom, out=np.zeros_like(num), where=denom > tiny)
+    return np.clip(out, -1.0, 1.0)
 
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:

@@ -32,9 +32,13 @@ def log_softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
         # −inf − finite = −inf; scale·(−inf) = −inf: masked entries stay masked.
         shifted = (z - top) * scale
     shifted = np.where(np.isnan(shifted), -np.inf, shifted)
+    # log Σ e^shifted = log1p(Σ over all but one maximum): log(1 + δ) would round δ < 2⁻⁵³
+    # away, and with it the top weight's whole contribution −p_m·log p_m ≈ δ to the entropy.
+    idx = np.expand_dims(shifted.argmax(axis=-1), -1)
+    others = np.where(np.arange(shifted.shape[-1]) == idx, -np.inf, shifted)
     with np.errstate(under="ignore"):
-        total = np.exp(shifted).sum(axis=-1, keepdims=True)  # ≥ 1: the maximum gives e⁰
-    return shifted - np.log(total)
+        rest = np.exp(others).sum(axis=-1, keepdims=True)
+    return shifted - np.log1p(rest)
 
 
 def softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:

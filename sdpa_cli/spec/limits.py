@@ -101,12 +101,15 @@ SCALE_RANGE = (1e-300, 1e300)
 
 
 def _scale_in_range(spec: Any) -> None:
-    if spec.score_source == "explicit" and spec.dim is None:
+    source = spec.score_source
+    if source == "explicit" and not spec.uses_rules:
         named = [(("scales", i), c, f"scale {c:g}") for i, c in enumerate(spec.scale_list)]
     else:
-        dims = [spec.dim] if spec.score_source == "explicit" else (spec.dim_list or [1])
-        named = [(("scalings", i), s.factor(d), f"{s.label} at d = {d} multiplies by "
-                  f"{s.factor(d):g}; that")
+        dims = [spec.dim or 1] if source in ("explicit", "leading") else (spec.dim_list or [1])
+        # logn's factor S·ln n needs n: the score count, or the largest key count
+        n = len(spec.scores) if source == "explicit" else max(spec.key_list)
+        named = [(("scalings", i), s.factor(d, n), f"{s.label} at d = {d} multiplies by "
+                  f"{s.factor(d, n):g}; that")
                  for i, s in enumerate(spec.scalings) for d in dims]
     for loc, c, what in named:
         if not SCALE_RANGE[0] <= c <= SCALE_RANGE[1]:
@@ -121,18 +124,25 @@ def score_source(spec: Any) -> Cost:
     source = spec.score_source
     if source != "gaussian":
         _scale_in_range(spec)
+    if source == "leading":  # exact: a few numbers per (n, rule)
+        rows = len(spec.key_list) * len(spec.scalings)
+        work, memory, output = _table(rows, rows)
+        return Cost(work, memory, output, rows, ("keys",), "give fewer keys", ("keys",),
+                    "keys × scalings", "give fewer keys or scalings")
     if source == "explicit":
         n = len(spec.scores)
-        rows = len(spec.scalings) if spec.dim is not None else len(spec.scale_list)
+        rows = len(spec.scalings) if spec.uses_rules else len(spec.scale_list)
         # each row keeps the scaled scores and their weights: 2n numbers
         work, memory, output = _table(rows, rows * n * 200, entries=2 * n * rows)
-        field: Loc = ("scalings",) if spec.dim is not None else ("scales",)
+        field: Loc = ("scalings",) if spec.uses_rules else ("scales",)
         return Cost(work, memory, output, rows, field, "give fewer scales or fewer scores",
                     field, "one per multiplier", f"give fewer {field[0]}")
     keys = spec.key_list
     if source == "vectors":
-        rows = len(spec.dim_list) * len(keys) * len(spec.scalings)
-        draws = sum(spec.trials * (2 * n * d + n * n * (1 + len(spec.scalings)))
+        h = spec.additive or 0  # additive scores: W₂ (h × d) and n keys per trial
+        rows = len(spec.dim_list) * len(keys) * (len(spec.scalings) + (1 if h else 0))
+        draws = sum(spec.trials * (2 * n * d + n * n * (1 + len(spec.scalings))
+                                   + h * (d + 2 * n))
                     for d in spec.dim_list for n in keys)
         # a block holds a few n × n score matrices and n × d vectors (float64)
         memory = 6 * 8 * max(max(n * n, n * d) for n in keys for d in spec.dim_list)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import (
     MAX_DRAWS,
     Float,
@@ -31,15 +32,16 @@ SOURCES = {
     "explicit": ("scores",),
     "vectors": ("dims", "d_model"),
     "gaussian": ("score_stds",),
+    "leading": ("margin",),
 }
-_FLAG = {"scores": "--scores", "dims": "--dims", "d_model": "--d-model",
+_FLAG = {"margin": "--margin", "scores": "--scores", "dims": "--dims", "d_model": "--d-model",
          "heads": "--heads", "score_stds": "--score-stds"}
 
 # Which source each optional key belongs to; a key set away from its source is an error.
 _ONLY = {
     "scales": ("explicit",),
-    "dim": ("explicit",),
-    "keys": ("vectors", "gaussian"),
+    "dim": ("explicit", "leading"),
+    "keys": ("vectors", "gaussian", "leading"),
     "trials": ("vectors", "gaussian"),
     "threshold": ("vectors", "gaussian"),
     "distribution": ("vectors",),
@@ -47,6 +49,7 @@ _ONLY = {
     "std": ("vectors",),
     "correlation": ("vectors",),
     "mask": ("vectors",),
+    "additive": ("vectors",),
     "se_tolerance": ("vectors", "gaussian"),
     "mark_dims": ("gaussian",),
 }
@@ -54,8 +57,10 @@ _SOURCE_TEXT = {
     "explicit": "explicit scores (scores)",
     "vectors": "random queries and keys (dims, or d_model with heads)",
     "gaussian": "random Gaussian scores (score_stds)",
+    "leading": "one key leading n − 1 tied keys (margin)",
 }
-DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024)}
+DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024),
+                "leading": (2, 8, 64, 512, 4096, 32768)}
 
 
 class SaturationFields(VectorLawFields):
@@ -72,8 +77,8 @@ class SaturationFields(VectorLawFields):
 
     @classmethod
     def needs_seed(cls, data: dict[str, Any]) -> bool:
-        # Explicit scores are exact: no seed, so the results are the same run to run.
-        return data.get("scores") is None
+        # Explicit scores and the leading-key family are exact: no seed, same every run.
+        return data.get("scores") is None and data.get("margin") is None
 
     # source 1: explicit scores
     scores: list[Score] | None = Field(None, min_length=1, max_length=MAX_SCORES)
@@ -84,9 +89,13 @@ class SaturationFields(VectorLawFields):
     dims: list[PosInt] | None = Field(None, min_length=1)  # d_k values
     scalings: list[ScalingField] = scalings("none", "sqrt")  # applied to the same draws
     mask: Literal["none", "causal"] = "none"  # causal: query i sees keys 0…i
+    # hidden width h of additive (Bahdanau) scores vᵀtanh(W₁q + W₂k), drawn beside the rules
+    additive: PosInt | None = None
     # source 3: random Gaussian scores
     score_stds: list[PosFloat] | None = Field(None, min_length=1)  # s of the N(0, s²) scores
-    # sources 2 and 3
+    # source 4: the leading-key family, exact: one key leads the n − 1 others by margin (q·k)
+    margin: Float | None = None
+    # sources 2, 3 and 4
     keys: list[Keys] | None = Field(None, min_length=1)  # n (default 10, or 16 128 1024)
     trials: Int = Field(2000, ge=2, le=10**7)  # score rows (source 3) / sequences (source 2)
     se_tolerance: Float = Field(4.0, gt=0)  # a score-variance check passes when |z| ≤ this
@@ -111,6 +120,12 @@ class SaturationFields(VectorLawFields):
         return list(DEFAULT_KEYS.get(self.score_source, ()))
 
     @property
+    def uses_rules(self) -> bool:
+        """Explicit scores go through the scaling rules: dim given, or scalings set."""
+        return self.score_source == "explicit" and (
+            self.dim is not None or not self._is_default("scalings"))
+
+    @property
     def scale_list(self) -> list[float]:
         """Source 1's multipliers given as scales (default: the scores as they are)."""
         return list(self.scales) if self.scales is not None else [1.0]
@@ -120,6 +135,7 @@ class SaturationFields(VectorLawFields):
             "explicit": ["scores"] if self.scores is not None else [],
             "vectors": [k for k in ("dims", "d_model") if getattr(self, k) is not None],
             "gaussian": ["score_stds"] if self.score_stds is not None else [],
+            "leading": ["margin"] if self.margin is not None else [],
         }
         return {k: v for k, v in given.items() if v}
 
@@ -152,6 +168,8 @@ class SaturationFields(VectorLawFields):
             self._explicit_rules()
         elif source == "vectors":
             self._vector_rules()
+        elif source == "leading":
+            self._leading_rules()
         else:
             self._gaussian_rules()
         if source != "explicit":
@@ -165,18 +183,18 @@ class SaturationFields(VectorLawFields):
         if self.scores is not None and all(x == float("-inf") for x in self.scores):
             raise SpecFieldError(("scores",), "every score is masked (-inf); softmax needs at "
                                  "least one finite score")
-        if self.dim is None:
-            if not self._is_default("scalings"):
-                raise SpecFieldError(("scalings",), "scaling rules need the dimension of "
-                                     "explicit scores: add dim (--dim), or use scales")
+        if self.scales is not None and self.uses_rules:
+            raise SpecFieldError(("scales",), "scales are plain multipliers; give scales, or "
+                                 "scalings (with dim when a rule depends on d), not both")
+        if not self.uses_rules:
             return
-        if self.scales is not None:
-            raise SpecFieldError(("scales",), "with dim the multipliers are the scaling rules' "
-                                 "factors; give scales or dim with scalings, not both")
         for i, s in enumerate(self.scalings):
-            if s.cosine:
-                raise SpecFieldError(("scalings", i), "cosine scaling needs the vectors, not "
-                                     "explicit scores")
+            if s.cosine or s.norm is not None:
+                raise SpecFieldError(("scalings", i), f"{s.label} normalises q and k: it needs "
+                                     "the vectors, not explicit scores")
+            if self.dim is None and s.power != 0:
+                raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
+                                     "(--dim) for explicit scores")
         self._no_twice("scalings", [s.label for s in self.scalings])
 
     def _vector_rules(self) -> None:
@@ -189,9 +207,26 @@ class SaturationFields(VectorLawFields):
                 raise SpecFieldError(("keys", i), f"random queries and keys hold an n × n "
                                      f"score matrix; n may be at most {MAX_SEQUENCE}")
         n_rules = len(self.scalings)
-        work = sum(self.trials * (2 * n * d + n * n * (1 + n_rules))
+        h = self.additive or 0
+        work = sum(self.trials * (2 * n * d + n * n * (1 + n_rules) + (h * (d + 2 * n)
+                                                                         if h else 0))
                    for d in self.dim_list for n in self.key_list)
+        if self.additive is not None and self.mask != "none":
+            raise SpecFieldError(("additive",), "additive scores are drawn one query per "
+                                 "trial: mask: causal does not apply")
         self._work_guard(work)
+
+    def _leading_rules(self) -> None:
+        if self.dim is None and self._is_default("scalings"):
+            object.__setattr__(self, "scalings", [Scaling.parse("none"), Scaling.parse("logn:1")])
+        for i, s in enumerate(self.scalings):
+            if s.cosine or s.norm is not None:
+                raise SpecFieldError(("scalings", i), f"{s.label} normalises q and k: the "
+                                     "leading-key family is given as scores")
+            if self.dim is None and s.power != 0:
+                raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
+                                     "(--dim) for the leading-key family")
+        self._no_twice("scalings", [s.label for s in self.scalings])
 
     def _gaussian_rules(self) -> None:
         stds = self.score_stds or []
@@ -223,6 +258,7 @@ class JacobianSpec(SaturationFields):
     study: Literal["jacobian"] = "jacobian"
     trials: Int = Field(2000, ge=2 * BATCHES, le=10**7)  # ≥ 2 per batch for median se
     mark_dims: list[PosInt] = Field(default_factory=lambda: [64, 512])  # phase diagram: s = √d
+    refine_peak: bool = True  # s* by golden section on the same draws (else grid parabola)
 
     @model_validator(mode="after")
     def _median_memory(self) -> JacobianSpec:

@@ -97,6 +97,11 @@ class VarianceSpec(VectorLawFields):
         for i, label in enumerate(labels):
             if label in labels[:i]:
                 raise SpecFieldError(("scalings", i), f"{label!r} is listed twice")
+        for i, s in enumerate(self.scalings):
+            # the variance study measures q·k times a factor; these rules are not a factor
+            if s.norm is not None or s.cap is not None or s.log_n is not None:
+                raise SpecFieldError(("scalings", i), f"{s.label} is not a multiple of q·k; "
+                                     "measure it with softmax-sweep or jacobian (--dims)")
         if self.method == "exact" and any(s.cosine for s in self.scalings):
             raise SpecFieldError(("scalings",), "cosine scaling needs the vectors: method direct")
         per_pair = 3 if self.method == "exact" else 2

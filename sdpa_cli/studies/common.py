@@ -81,7 +81,7 @@ def assemble(
 def divisor_label(s: Scaling, d: float | None) -> str:
     """How a rule divides the scores at d_k = d, as a reader writes it: ÷√512, ÷64,
     unscaled (the formula itself when d is unknown or the rule is cosine)."""
-    if s.cosine or d is None:
+    if s.cosine or d is None or s.norm is not None or s.cap is not None or s.log_n is not None:
         return s.formula
     divisor = s.temperature * float(d) ** s.power
     if divisor == 1.0:

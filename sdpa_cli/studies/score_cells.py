@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
-from sdpa_cli.numerics.blocks import fold_blocks
-from sdpa_cli.numerics.moments import Moments
-from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.numerics.additive import additive_score_var
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.spec.limits import SCALE_RANGE
 from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.studies.common import canonical, finite
 from sdpa_cli.studies.common import zscore as _z
-from sdpa_cli.studies.context import RunContext
 from sdpa_cli.studies.result import Check
-
-# Scales are clamped into this range before softmax: beyond it the weights are already
-# exactly one-hot (or exactly uniform), and 0 or inf would make the scaled scores undefined.
-# (SCALE_RANGE, from spec.limits: a spec's own scales outside it are refused there.)
+from sdpa_cli.studies.rule_tables import LEADING_THEORY, rule_lines
+from sdpa_cli.studies.score_draws import Cell, Measured, capped, clamp
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64
@@ -38,17 +33,29 @@ PICTURE_MAX_KEYS = 64
 
 @dataclass(frozen=True)
 class Multiplier:
-    """One row of source 1: the factor the explicit scores are multiplied by."""
+    """One row of source 1: the factor the explicit scores are multiplied by (then capped)."""
 
     scale: float
     scaling: str | None = None  # rule label when the factor comes from dim + scalings
     formula: str | None = None
+    cap: float | None = None  # softcap:C: C·tanh(scale·z/C)
 
 
 def multipliers(spec: SaturationFields) -> list[Multiplier]:
-    if spec.dim is not None:
-        return [Multiplier(s.factor(spec.dim), s.label, s.formula) for s in spec.scalings]
+    """Rules (at dim, or d-free rules without it; logn's n is the number of scores) or the
+    plain multipliers `scales`."""
+    if spec.uses_rules:
+        d = spec.dim if spec.dim is not None else 1
+        n = len(spec.scores or [])
+        return [Multiplier(s.factor(d, n), s.label, s.formula, s.cap) for s in spec.scalings]
     return [Multiplier(float(c)) for c in spec.scale_list]
+
+
+def explicit_input(z: np.ndarray, m: Multiplier) -> tuple[np.ndarray, float]:
+    """(scores, scale) to hand to softmax for multiplier m: capped scores come pre-scaled."""
+    if m.cap is not None:
+        return capped(z, m.scale, m.cap), 1.0
+    return z, clamp(m.scale)
 
 
 def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
@@ -58,159 +65,40 @@ def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
     return {"scale": m.scale}
 
 
-def clamp(scale: float) -> float:
-    return min(max(scale, SCALE_RANGE[0]), SCALE_RANGE[1])
+def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:
+    """(row label, formula) of every curve over d: the rules, then the additive source."""
+    out = [(s.label, s.formula) for s in spec.scalings]
+    if spec.additive:
+        out.append((f"additive:{spec.additive}", "vᵀtanh(W₁q + W₂k)"))
+    return out
 
 
-# --- sources 2 and 3: Monte Carlo cells ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One way of turning a cell's raw scores into softmax inputs: multiply by `scale`."""
-
-    label: str
-    scale: float  # on the raw scores (standardized units), or on the cosines
-    cosine: bool = False
-
-
-@dataclass(frozen=True)
-class Measured:
-    """Monte Carlo summary of one variant of one cell: (mean, se) over independent trials."""
-
-    stats: Mapping[str, tuple[float, float]]
-    median_frobenius: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
-class Cell:
-    """Everything kept from one cell: per-variant summaries and per-trial raw scores."""
-
-    trials: int
-    measured: tuple[Measured, ...]
-    probes: Mapping[str, Moments] = field(default_factory=dict)  # raw scores at fixed spots
-    first: Mapping[str, np.ndarray] | None = None  # the first trial, for the picture
-
-
-class _Fold:
-    """Receives block results strictly in block order (fold_blocks guarantees it) and keeps
-    only running moments per statistic and probe: memory does not grow with trials."""
-
-    def __init__(self, variants: int, trials: int, medians: bool) -> None:
-        self.parts: list[dict[str, Moments]] = [{} for _ in range(variants)]
-        self.medians = [sat.BatchMedians(trials, BATCHES) for _ in range(variants)] \
-            if medians else None
-        self.probes: dict[str, Moments] = {}
-        self.first: dict[str, np.ndarray] | None = None
-
-    def __call__(self, acc: _Fold, part: tuple) -> _Fold:
-        per_variant, probes, first = part
-        for i, (per_trial, frob_rows) in enumerate(per_variant):
-            for name, block in per_trial.items():
-                self.parts[i][name] = self.parts[i].get(name, Moments()).merge(block)
-            if self.medians is not None:
-                self.medians[i].add(frob_rows)
-        for name, block in probes.items():
-            self.probes[name] = self.probes.get(name, Moments()).merge(block)
-        if first is not None:
-            self.first = first
-        return self
-
-    def cell(self, trials: int) -> Cell:
-        measured = []
-        for i, parts in enumerate(self.parts):
-            stats = {name: _mean_se(m) for name, m in parts.items()}
-            med = self.medians[i].result() if self.medians is not None else None
-            measured.append(Measured(stats, med))
-        return Cell(trials, tuple(measured), dict(self.probes), self.first)
-
-
-def _moments(per_trial: Mapping[str, np.ndarray]) -> dict[str, Moments]:
-    """A block's per-trial values summarised where they were drawn: only these few numbers
-    travel back from a worker (the same Moments.of the fold would take, so the same digits)."""
-    return {name: Moments.of(np.asarray(v, dtype=float)) for name, v in per_trial.items()}
-
-
-def _mean_se(m: Moments) -> tuple[float, float]:
-    """Mean and its standard error sd/√N over independent trials."""
-    return m.mean, (math.sqrt(m.variance / m.n) if m.n > 1 else math.nan)
-
-
-def gaussian_cell(
-    spec: SaturationFields, n: int, key: tuple[int, ...], *, threshold: float | None,
-    jacobian: bool, ctx: RunContext,
-) -> Cell:
-    """Rows of n iid N(0, s²) scores for every s of the spec, from the same standard normal
-    draws (common random numbers: the curves over s are not blurred by independent noise)."""
-    stds = list(spec.score_stds or [])
-    trials = spec.trials
-    per, blocks = sat.gaussian_blocks(n, trials)
-
-    def work(b: int) -> tuple:
-        rng = block_generator(spec.seed or 0, (*key, b))
-        z = sat.gaussian_scores(rng, min(per, trials - b * per), n)
-        out = []
-        for s in stds:
-            st = sat.row_stats(z, clamp(s), threshold=threshold, jacobian=jacobian)
-            out.append((_moments(st), st["frobenius"][:, None] if jacobian else None))
-        return out, _moments({"score": z[:, 0]}), None
-
-    fold = _Fold(len(stds), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
-
-
-def vector_cell(
-    spec: SaturationFields, law: PairLaw, d: int, n: int, variants: Sequence[Variant],
-    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, ctx: RunContext,
-    keep_first: bool,
-) -> Cell:
-    """Sequences of n queries and n keys in d dimensions; every variant sees the same draws.
-
-    Rows within one sequence are not independent, so each trial contributes its average over
-    the n query rows, and standard errors are taken over trials. The raw scores at two fixed
-    positions, (1, 0) (an independent query-key pair) and (0, 0) (a query with its own key),
-    are kept per trial to check the score law: one value per trial is an iid sample.
-    """
-    trials = spec.trials
-    per, blocks = sat.sequence_blocks(n, d, trials)
-    want_cos = any(v.cosine for v in variants)
-    masked = spec.mask == "causal"
-
-    def work(b: int) -> tuple:
-        rng = block_generator(spec.seed or 0, (*key, b))
-        raw, cos, qk = sat.sequence_scores(rng, law, min(per, trials - b * per), n, d,
-                                           cosine=want_cos, keep_first=keep_first and b == 0)
-        probes = {"offdiag": raw[:, 1, 0].copy(), "diag": raw[:, 0, 0].copy()}
-        if cos is not None:
-            probes.update(offdiag_cos=cos[:, 1, 0].copy(), diag_cos=cos[:, 0, 0].copy())
-        first = None
-        if keep_first and b == 0:
-            first = {"raw": raw[0].copy()}
-            if cos is not None:
-                first["cos"] = cos[0].copy()
-            if qk is not None:
-                first["q"], first["k"] = qk
-        if masked:
-            raw = sat.causal(raw)
-            cos = sat.causal(cos) if cos is not None else None
-        out = []
-        for v in variants:
-            src = cos if v.cosine else raw
-            assert src is not None
-            st = sat.row_stats(src, clamp(v.scale), threshold=threshold, jacobian=jacobian)
-            per_trial = {name: values.mean(axis=1) for name, values in st.items()}
-            out.append((_moments(per_trial), st["frobenius"] if jacobian else None))
-        return out, _moments(probes), first
-
-    fold = _Fold(len(variants), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
-
-
-def variants_for(spec: SaturationFields, d: int, unit: float) -> list[Variant]:
-    return [
-        Variant(s.label, s.factor(d) if s.cosine else s.factor(d) * unit, s.cosine)
-        for s in spec.scalings
-    ]
+def additive_row(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cell,
+                 stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
+    """The additive score source's row, beside the rules' rows of the same (d, n)."""
+    probe = cell.probes["additive"]
+    t = probe.n
+    var = probe.variance
+    theory_var = additive_score_var(d) if law.kind == "normal" and law.m == 0 else None
+    se = math.sqrt(max(0.0, probe.m4 / t - var * var) / t) if t > 1 else math.nan
+    row: dict[str, Any] = {
+        "dim": d, "keys": n, "scaling": f"additive:{spec.additive}", "factor": None,
+        "trials": cell.trials,
+        "implied_score_std": finite(math.sqrt(theory_var if theory_var else var)),
+        "implied_self_score_mean": None,
+    }
+    row.update(stat_fields(cell.measured[0], stats))
+    if sweep:
+        row["threshold"] = getattr(spec, "threshold", None)
+        row["limit_max_prob"] = None
+    row.update(freezing_fields(n, row["implied_score_std"], False))
+    row.update({"score_var": finite(var), "theory_score_var": finite(theory_var)
+                if theory_var else None, "score_var_se": finite(se),
+                "score_var_z": finite(_z(var, theory_var, se)) if theory_var else None,
+                "self_score_mean": None, "self_score_mean_se": None,
+                "theory_self_score_mean": None,
+                "self_score_mean_z": None})
+    return row
 
 
 # --- theory beside source-2 rows --------------------------------------------------------------
@@ -225,7 +113,8 @@ class ScoreTheory:
     factor: float  # raw → softmax input
 
 
-def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float) -> ScoreTheory:
+def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float, n: int | None = None
+                 ) -> ScoreTheory:
     if scaling.cosine:
         pair = theory.cosine_moments(law.kind, d, law.m, 0.0)
         self_pair = theory.cosine_moments(law.kind, d, law.m, law.rho)
@@ -235,7 +124,7 @@ def score_theory(law: PairLaw, d: int, scaling: Scaling, unit: float) -> ScoreTh
         return ScoreTheory(mom, mom, scaling.factor(d))
     return ScoreTheory(theory.dot_moments(law.kind, d, law.m, 0.0),
                        theory.dot_moments(law.kind, d, law.m, law.rho),
-                       scaling.factor(d) * unit)
+                       scaling.factor(d, n) * unit)
 
 
 def cosine_self_limit(law: PairLaw) -> float:
@@ -246,9 +135,11 @@ def cosine_self_limit(law: PairLaw) -> float:
 
 
 def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
-                 correlated: bool) -> dict[str, Any]:
+                 correlated: bool, n: int | None = None) -> dict[str, Any]:
     """Implied spread of the scores, and the measured score law at two fixed positions."""
-    th = score_theory(law, d, scaling, unit)
+    if scaling.norm is not None or scaling.cap is not None:
+        return rule_score_fields(law, d, scaling, unit, cell, correlated)
+    th = score_theory(law, d, scaling, unit, n)
     c = th.factor
     off = cell.probes["offdiag_cos" if scaling.cosine else "offdiag"]
     diag = cell.probes["diag_cos" if scaling.cosine else "diag"]
@@ -262,6 +153,7 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
         "score_var_se": None,
         "score_var_z": None,
         "self_score_mean": finite(c * diag.mean),
+        "self_score_mean_se": finite(abs(c) * math.sqrt(diag.variance / t)) if t > 1 else None,
         "theory_self_score_mean": None,
         "self_score_mean_z": None,
     }
@@ -282,9 +174,61 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
     return out
 
 
+def rule_theory_moments(law: PairLaw, d: int, scaling: Scaling, unit: float, rho: float
+                        ) -> tuple[float, float] | None:
+    """(mean, variance) of a qknorm or softcap score under the law, when a closed form
+    exists: qknorm for Gaussian (any mean, LayerNorm) or centred Gaussian / sphere vectors;
+    softcap takes q·k·factor as Gaussian with its exact mean and variance (an approximation
+    that becomes exact as d grows, so it is reported beside the measurement, not checked)."""
+    if scaling.norm is not None:
+        isotropic = law.kind == "sphere" or (law.kind == "normal" and
+                                             (scaling.norm == "layer" or law.m == 0))
+        if not isotropic or (law.kind == "sphere" and rho):
+            return None
+        return rt.qknorm_moments(d, scaling.norm, rho)
+    assert scaling.cap is not None
+    kind = "sphere" if law.kind == "sphere" else law.kind
+    mom = theory.dot_moments(kind, d, law.m, rho) if kind != "sphere" else \
+        theory.dot_moments("sphere", d)
+    c = scaling.factor(d) * (1.0 if kind == "sphere" else unit)
+    return rt.softcap_moments(abs(c) * math.sqrt(mom.variance), scaling.cap, c * mom.mean)
+
+
+def rule_score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
+                      correlated: bool) -> dict[str, Any]:
+    """score_fields for rules whose scores are not a multiple of q·k (qknorm, softcap): the
+    final scores are probed, and z uses the measured fourth moment for the se."""
+    off = cell.probes[f"{scaling.label}@offdiag"]
+    diag = cell.probes[f"{scaling.label}@diag"]
+    t = off.n
+    pair = rule_theory_moments(law, d, scaling, unit, 0.0)
+    self_pair = rule_theory_moments(law, d, scaling, unit, law.rho) if correlated else None
+    exact = scaling.norm is not None
+    var = off.variance
+    se = math.sqrt(max(0.0, off.m4 / t - var * var) / t) if t > 1 else math.nan
+    out: dict[str, Any] = {
+        "implied_score_std": finite(math.sqrt(pair[1] if pair else var)),
+        "implied_self_score_mean": finite(self_pair[0]) if self_pair else None,
+        "score_var": finite(var), "theory_score_var": finite(pair[1]) if pair else None,
+        "score_var_se": finite(se),
+        "score_var_z": finite(_z(var, pair[1], se)) if pair and exact else None,
+        "self_score_mean": finite(diag.mean),
+        "self_score_mean_se": finite(math.sqrt(diag.variance / t)) if t > 1 else None,
+        "theory_self_score_mean": finite(self_pair[0]) if self_pair else None,
+        "self_score_mean_z": finite(_z(diag.mean, self_pair[0],
+                                       math.sqrt(diag.variance / t)))
+        if self_pair and exact else None,
+    }
+    return out
+
+
 def score_check(name: str, row: Mapping[str, Any], k: float) -> Check:
     """The score law at fixed positions against theory: |z| ≤ k for variance and mean."""
     z, mz = row["score_var_z"], row["self_score_mean_z"]
+    if row["theory_score_var"] is not None and z is None and str(row.get("scaling", "")
+                                                              ).startswith("softcap"):
+        return Check(name, True, "softcap: theory takes q·k/√d as Gaussian, exact only as "
+                                 "d → ∞ (reported beside the measurement, not checked)")
     if row["theory_score_var"] is None:
         return Check(name, True, "no closed form for this law under cosine scaling "
                                  "(reported only)")
@@ -374,8 +318,12 @@ def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
     if source == "explicit":
         return [explicit_key(spec, m) for m in multipliers(spec)]
     if source == "vectors":
-        return [{"dim": d, "keys": n, "scaling": s.label}
-                for d in spec.dim_list for n in spec.key_list for s in spec.scalings]
+        labels = [s.label for s in spec.scalings] + (
+            [f"additive:{spec.additive}"] if spec.additive else [])
+        return [{"dim": d, "keys": n, "scaling": label}
+                for d in spec.dim_list for n in spec.key_list for label in labels]
+    if source == "leading":
+        return [{"keys": n, "scaling": s.label} for s in spec.scalings for n in spec.key_list]
     return [{"keys": n, "score_std": s} for n in spec.key_list for s in spec.score_stds or []]
 
 
@@ -406,6 +354,8 @@ def lookup(rows: list[dict[str, Any]]):
 
 def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
     source = spec.score_source
+    if source == "leading":
+        return LEADING_THEORY
     lines = []
     if jacobian:
         lines.append("J = diag(p) − ppᵀ is symmetric positive semi-definite with rows summing "
@@ -442,9 +392,16 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
                      "its average over the n query rows and se = sd(trial averages)/√trials; "
                      "the score law is checked at two fixed positions per trial (exact se of "
                      "a sample variance, exact fourth moment).")
+        lines.extend(rule_lines(spec))
     else:
         lines.append("Each trial is one row of n iid scores: se = sd/√trials. Every s reuses "
                      "the same standard normal draws (common random numbers).")
+        if not jacobian:
+            lines.append("Random-energy model: above s_c = √(2 ln n) the largest weights of n "
+                         "iid N(0, s²) scores condense; as n → ∞ E[Σp²] → 1 − s_c/s there "
+                         "(Poisson–Dirichlet with parameter s_c/s) and → 0 below. "
+                         "rem_participation is that limit; rem_gap = measured − limit shows "
+                         "the slow (≈ ln ln n/√ln n) finite-n correction.")
     if jacobian:
         lines.append(f"median ‖J‖_F: mean of the medians of {BATCHES} fixed batches of trials; "
                      f"se = sd(batch medians)/√{BATCHES} (batch means).")
@@ -458,10 +415,10 @@ def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: Cell, measured: Me
                stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
     """One source-2 row with the study's statistics; `sweep` adds the softmax-sweep fields
     (threshold and the d → ∞ limit of the largest weight)."""
-    scores = score_fields(law, d, scaling, unit, cell, spec.correlation != 0)
+    scores = score_fields(law, d, scaling, unit, cell, spec.correlation != 0, n)
     row: dict[str, Any] = {
         # the rule's own factor, 1/(T·d^p) (or 1/τ for cosine), as in the variance study
-        "dim": d, "keys": n, "scaling": scaling.label, "factor": finite(scaling.factor(d)),
+        "dim": d, "keys": n, "scaling": scaling.label, "factor": finite(scaling.factor(d, n)),
         "trials": cell.trials,
         "implied_score_std": scores.pop("implied_score_std"),
         "implied_self_score_mean": scores.pop("implied_self_score_mean"),
@@ -484,11 +441,12 @@ def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> l
     out = []
     seen = set()
     for scaling, row in zip(spec.scalings, rows, strict=True):
-        kind = "cosine" if scaling.cosine else "raw"
+        own = scaling.norm is not None or scaling.cap is not None
+        kind = scaling.label if own else ("cosine" if scaling.cosine else "raw")
         if kind in seen:
             continue
         seen.add(kind)
-        what = "cos(q, k)" if scaling.cosine else "q·k"
+        what = scaling.label if own else ("cos(q, k)" if scaling.cosine else "q·k")
         out.append(score_check(f"d={d} n={n} {what}", row, k))
     return out
 

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
-from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.numerics.keys import rem_participation, rem_threshold
+from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
+from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
+from sdpa_cli.studies import score_draws as draws
 from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
@@ -42,22 +46,45 @@ GAUSSIAN_COLUMNS = (
     Column("mean_max_prob", "mean max weight"),
     Column("mean_entropy", "mean entropy"),
     Column("entropy_small_s", "ln n − (n−1)s²/2n"),
+    Column("mean_participation", "mean Σp²"),
+    Column("rem_participation", "REM 1 − s_c/s"),
     Column("saturated_fraction", "saturated"),
 )
 
 STATS = {"mean_max_prob": "max_prob", "mean_entropy": "entropy",
-         "saturated_fraction": "saturated"}
+         "saturated_fraction": "saturated", "mean_participation": "participation"}
 _MC = tuple(f for name in STATS for f in (name, f"{name}_se"))
+SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
+SLOPE_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("quantity", "quantity", "text"),
+    Column("slope", "slope vs d"),
+    Column("slope_se", "se"),
+    Column("finite_d_theory_slope", "theory (these d)"),
+    Column("theory_slope", "theory (d → ∞)"),
+    Column("agrees", "within k·se", "text"),
+)
+LEADING_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("gap", "score gap"),
+    Column("max_prob", "max weight"),
+    Column("entropy", "entropy"),
+    Column("entropy_ratio", "entropy/ln n", "f2"),
+    Column("frobenius", "‖J‖_F"),
+)
 FIELDS = {
+    "leading": rtab.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
                  "entropy", "effective_keys"),
     "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
                 "implied_self_score_mean", *_MC, "threshold", "limit_max_prob", "ln_n",
                 "freezing_std", "s_over_freezing", "entropy_small_s", "score_var",
                 "theory_score_var", "score_var_se", "score_var_z", "self_score_mean",
-                "theory_self_score_mean", "self_score_mean_z"),
+                "self_score_mean_se", "theory_self_score_mean", "self_score_mean_z"),
     "gaussian": ("keys", "score_std", "trials", *_MC, "threshold", "ln_n", "freezing_std",
-                 "s_over_freezing", "entropy_small_s"),
+                 "s_over_freezing", "entropy_small_s", "rem_participation", "rem_gap"),
 }
 
 
@@ -79,9 +106,15 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     checks: list[Check] = []
     figures: list[Figure] = []
     notes: list[str] = []
-    if source == "explicit":
+    tables: list[Table] = []
+    if source == "leading":
+        rows = rtab.leading_rows(spec)
+        columns: tuple[Column, ...] = LEADING_COLUMNS
+        figures.append(rtab.leading_figure(spec, rows))
+        title = "Leading key among n − 1 ties, versus n (exact)"
+    elif source == "explicit":
         rows = _explicit_rows(spec)
-        columns = EXPLICIT_RULE_COLUMNS if spec.dim is not None else EXPLICIT_COLUMNS
+        columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
         bars = len(spec.scores or []) * len(rows)
         if ctx.figures and bars <= WEIGHTS_FIGURE_MAX_BARS:  # --no-plots: no copy made
             figures.append(_weights_figure(spec, rows))
@@ -92,6 +125,12 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
         rows, checks, figures, notes = _vector_run(spec, ctx)
+        if len(spec.dim_list) >= 3:
+            slopes, slope_checks = rtab.slope_table(spec, rows, SLOPE_QUANTITIES,
+                                                      spec.se_tolerance)
+            tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
+                                SLOPE_COLUMNS, tuple(slopes)))
+            checks.extend(slope_checks)
         columns = _vector_columns(spec, rows)
         title = "Softmax saturation versus d_k, by scaling rule"
     else:
@@ -101,7 +140,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     return assemble(spec, study="softmax-sweep", title=title,
                     table=Table("softmax", title, columns, tuple(rows)), checks=checks,
                     lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=False),
-                    notes=notes, figures=figures)
+                    notes=notes, figures=figures, tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------
@@ -111,13 +150,13 @@ def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
     for m in shared.multipliers(spec):
-        c = shared.clamp(m.scale)
-        p = softmax(z, c)
-        h = float(entropy(z, c))
+        zz, c = shared.explicit_input(z, m)
+        p = softmax(zz, c)
+        h = float(entropy(zz, c))
         rows.append({
             **shared.explicit_key(spec, m),
             "temperature": finite(1.0 / m.scale),
-            "scores": [finite(float(c) * float(v)) for v in z],  # Python floats: inf, not a warning
+            "scores": [finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
             "probs": p.tolist(),
             "max_prob": float(p.max()),
             "entropy": h,
@@ -146,7 +185,7 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
         "weights_by_scale", "saturation.weights_by_scale",
         "Weight of each key as the scores are scaled",
         {"groups": groups, "scores": list(spec.scores or []), "n": len(spec.scores or []),
-         "dim": spec.dim, "by": "scaling" if spec.dim is not None else "multiplier"},
+         "dim": spec.dim, "by": "scaling" if spec.uses_rules else "multiplier"},
         caption="Compare the bars across scales: the larger the scale, the more of the "
                 "weight the top-scoring key takes.",
     )
@@ -165,9 +204,9 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
         keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
     for i, d in enumerate(dims):
-        variants = shared.variants_for(spec, d, unit)
         for j, n in enumerate(keys):
-            cell = shared.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
+            variants = draws.variants_for(spec, d, unit, n)
+            cell = draws.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
                                       jacobian=False, ctx=ctx, keep_first=want_picture)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
@@ -176,6 +215,13 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
                 cell_rows.append(row)
             rows.extend(cell_rows)
             checks.extend(shared.cell_checks(spec, d, n, cell_rows, k))
+            if spec.additive:
+                add = draws.additive_cell(spec, law, d, n, (i, j), threshold=spec.threshold,
+                                           jacobian=False, ctx=ctx)
+                row = shared.additive_row(spec, law, d, n, add, STATS, sweep=True)
+                rows.append(row)
+                if row["theory_score_var"] is not None:
+                    checks.append(shared.score_check(f"d={d} n={n} additive", row, k))
             if want_picture:
                 picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
@@ -203,10 +249,10 @@ def _vector_columns(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> tuple
 def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
     curves = []
     for n in spec.key_list:
-        for s in spec.scalings:
-            pts = [r for r in rows if r["keys"] == n and r["scaling"] == s.label]
+        for label, formula in shared.curve_labels(spec):
+            pts = [r for r in rows if r["keys"] == n and r["scaling"] == label]
             curves.append({
-                "keys": n, "scaling": s.label, "formula": s.formula,
+                "keys": n, "scaling": label, "formula": formula,
                 "dims": [r["dim"] for r in pts],
                 "mean_max_prob": [r["mean_max_prob"] for r in pts],
                 "mean_max_prob_se": [r["mean_max_prob_se"] for r in pts],
@@ -229,7 +275,7 @@ def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure
 
 
 def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
-             cell: shared.Cell) -> Figure | None:
+             cell: draws.Cell) -> Figure | None:
     """The first sequence's score matrices, weights and entropy per query, one row per rule;
     every number drawn is computed here."""
     first = cell.first
@@ -237,13 +283,18 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
         return None
     panels = []
     for scaling in spec.scalings:
-        base = first["cos"] if scaling.cosine else first["raw"]
-        c = scaling.factor(d) if scaling.cosine else scaling.factor(d) * unit
+        v = draws.variant(scaling, d, unit, n)
+        base = _picture_base(first, v)
+        if base is None:
+            continue
+        c = v.scale
+        if v.cap is not None:
+            base, c = draws.capped(base, c, v.cap), 1.0
         with np.errstate(over="ignore"):  # beyond float64 becomes inf, drawn as blank
             scores = base * c
         if spec.mask == "causal":
             scores = sat.causal(scores)
-        logp_scale = shared.clamp(c)
+        logp_scale = draws.clamp(c)
         src = sat.causal(base) if spec.mask == "causal" else base
         weights = softmax(src, logp_scale)
         ent = entropy(src, logp_scale)
@@ -266,6 +317,19 @@ def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
                   f"First sampled sequence: d_k = {d}, {n} positions", data)
 
 
+def _picture_base(first: Mapping[str, np.ndarray], v: draws.Variant) -> np.ndarray | None:
+    """The first sequence's raw scores, cosines or mean-removed cosines for variant v."""
+    if v.cosine or v.source == "cos":
+        return first.get("cos")
+    if v.source == "centred":
+        if "q" not in first:
+            return None
+        q, k = (prepare(first[x], Scaling.parse("qknorm")) for x in ("q", "k"))
+        cos: np.ndarray = np.clip(q @ k.T / q.shape[1], -1.0, 1.0)  # |q̂|² = d
+        return cos
+    return first["raw"]
+
+
 # --- source 3 -----------------------------------------------------------------------------
 
 
@@ -274,12 +338,26 @@ def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
-        cell = shared.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
+        cell = draws.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
                                     ctx=ctx)
         for s, measured in zip(stds, cell.measured, strict=True):
-            rows.append(shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True))
+            row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True)
+            # the random-energy model's large-n E[Σp²], and how far this finite n is from it
+            row["rem_participation"] = rem_participation(n, s)
+            row["rem_gap"] = finite(row["mean_participation"] - row["rem_participation"])
+            rows.append(row)
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
-    return rows, checks, [_vs_std_figure(spec, rows)]
+    return rows, checks, [_vs_std_figure(spec, rows), _rem_figure(spec, rows)]
+
+
+def _rem_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+    curves = [{"keys": n, "threshold": rem_threshold(n),
+               **{f: [r[f] for r in rows if r["keys"] == n]
+                  for f in ("score_std", "mean_participation", "mean_participation_se",
+                            "rem_participation")}} for n in spec.key_list]
+    return Figure("rem_participation", "rules.rem_participation",
+                  "Σp² of random scores against the random-energy-model limit",
+                  {"curves": curves, "trials": spec.trials, "se_k": 2.0})
 
 
 def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:

@@ -1,0 +1,83 @@
+"""The number-of-keys axis: the exact leading-key family and the random-energy-model threshold."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sdpa_cli.numerics.scaling import Scaling, finish
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class LeadingKey:
+    """softmax of (g, 0, …, 0) with n − 1 tied keys, exactly, for each n (arrays over n)."""
+
+    keys: Array
+    gap: Array  # the margin after the rule: g·factor(d, n), capped if the rule caps
+    max_prob: Array  # p₁ = 1/(1 + (n−1)e^−g)
+    entropy: Array  # nats
+    entropy_ratio: Array  # entropy / ln n (1 for uniform weights; n = 1 gives 0)
+    frobenius: Array  # ‖J‖_F of J = diag(p) − ppᵀ
+
+
+def _softplus(a: Array) -> Array:
+    out: Array = np.logaddexp(0.0, a)
+    return out
+
+
+def leading_key(keys: list[int] | Array, margin: float, rule: Scaling | None = None,
+                d: int = 1) -> LeadingKey:
+    """The leading-key family at each n: one key leads the other n − 1 (tied) by `margin` in
+    q·k units; the rule turns that into the score gap g (so logn's S·ln n grows g with n).
+
+    With a = ln(n−1) − g: log p₁ = −softplus(a), 1 − p₁ = sigmoid(a), entropy = softplus(a) +
+    g·sigmoid(a), and ‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴
+    with p₀ = e^−g·p₁: every term positive, nothing cancels at any margin.
+    """
+    n = np.asarray(keys, dtype=np.float64)
+    if np.any(n < 1) or np.any(n != np.round(n)):
+        raise ValueError("key counts are whole numbers ≥ 1")
+    rule = rule or Scaling.parse("none")
+    gap = np.array([float(finish(np.array(margin), rule, d, int(k))) for k in n])
+    with np.errstate(divide="ignore"):
+        a = np.where(n > 1, np.log(np.maximum(n - 1, 1)) - gap, -np.inf)
+    log_p1 = -_softplus(a)
+    p1 = np.exp(log_p1)
+    rest = np.exp(-_softplus(-a))  # 1 − p₁ = sigmoid(a), without forming 1 − p₁
+    rest = np.where(n > 1, rest, 0.0)
+    p0 = np.where(n > 1, np.exp(-gap + log_p1), 0.0)
+    entropy = np.where(n > 1, _softplus(a) + gap * rest, 0.0)
+    one_minus_p0 = p1 + (n - 2) * p0
+    with np.errstate(under="ignore"):
+        frob2 = (p1 * p1 * rest * rest + (n - 1) * (p0 * one_minus_p0) ** 2
+                 + 2 * (n - 1) * p1 * p1 * p0 * p0 + (n - 1) * (n - 2) * p0**4)
+    ratio = np.divide(entropy, np.log(n), out=np.zeros_like(entropy), where=n > 1)
+    return LeadingKey(n, gap, p1, entropy, ratio, np.sqrt(frob2))
+
+
+def rem_threshold(n: int) -> float:
+    """√(2 ln n): the score std past which softmax of n iid N(0, s²) scores condenses (REM)."""
+    return math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
+
+
+def rem_participation(n: int, s: float) -> float:
+    """Large-n prediction of E[Σp²] for softmax of n iid N(0, s²) scores.
+
+    Above the threshold s_c = √(2 ln n) the weights of the largest scores converge to a
+    Poisson–Dirichlet law PD(μ) with μ = s_c/s, whose E[Σp²] = 1 − μ (Derrida's REM; the
+    Gibbs weights e^{s·g_i} of n Gaussians, β/β_c = s/s_c). Below it, Σp² → 0 (the annealed
+    value e^{s²}/n, see rem_participation_small). Convergence in n is slow (corrections
+    ~ ln ln n/√ln n), which is why the study prints the finite-n gap.
+    """
+    sc = rem_threshold(n)
+    return 1.0 - sc / s if s > sc else 0.0
+
+
+def rem_participation_small(n: int, s: float) -> float:
+    """Annealed E[Σp²] ≈ n·E[e^{2sg}]/(n·E[e^{sg}])² = e^{s²}/n, valid well below threshold."""
+    return math.exp(s * s) / n
