@@ -56,3 +56,16 @@ def write_spec(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# The quick tier runs these shipped specs through the per-spec tests (one or two per study and
+# figure kind); the rest run in the slow tier (`pytest -m slow`, which .ci/run runs).
+REPRESENTATIVE = {"day74-dims", "unit-vectors", "why-sqrt", "softmax-demo", "rules-correlated",
+                  "scaling-effect-picture", "leading-key-vs-n", "jacobian-table",
+                  "money-bank-grows"}
+
+
+def per_spec(paths: list[Path]) -> list:
+    """Shipped spec paths as parameters: representative ones quick, the others slow."""
+    return [p if p.stem in REPRESENTATIVE else pytest.param(p, marks=pytest.mark.slow)
+            for p in paths]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import write_spec
+from conftest import per_spec, write_spec
 
 OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: {seed}\n"
 FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
@@ -153,6 +153,7 @@ def test_report_is_self_contained_and_complete(sdpa, workdir, specs):
         assert f"]({png.parent.name}/{png.name})" in index
 
 
+@pytest.mark.slow  # .ci/run runs the slow tier (and the full batch twice)
 def test_batch_is_byte_identical_across_runs_and_workers(sdpa, workdir, specs):
     assert sdpa("run", str(specs), "--out", "one", "--workers", "1", "-q").code == 0
     assert sdpa("run", str(specs), "--out", "two", "--workers", "2", "-q").code == 0
@@ -165,6 +166,7 @@ def test_batch_is_byte_identical_across_runs_and_workers(sdpa, workdir, specs):
         assert (one / rel).read_bytes() == (two / rel).read_bytes(), rel
 
 
+@pytest.mark.slow  # .ci/run runs the slow tier (and the full batch twice)
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
 def test_report_renders_in_headless_chromium(sdpa, workdir, specs):
     assert sdpa("run", str(specs), "-q").code == 0
@@ -199,7 +201,7 @@ SMALL_FLAGS = {"variance": ["--pairs", "2000"], "softmax-sweep": ["--trials", "2
                "train": ["--steps", "20", "--seeds", "1", "--dims", "16", "64"]}
 
 
-@pytest.mark.parametrize("spec_file", QUICK_SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec_file", per_spec(QUICK_SHIPPED), ids=lambda p: p.stem)
 def test_written_spec_yaml_runs_again_to_the_same_results(sdpa, workdir, spec_file):
     study = yaml.safe_load(spec_file.read_text())["study"]
     small = SMALL_FLAGS.get(study, [])

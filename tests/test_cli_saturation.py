@@ -161,6 +161,7 @@ def test_a_failed_score_check_exits_1_only_with_check(sdpa, workdir):
     assert sdpa(*args, "-q").code == 0
 
 
+@pytest.mark.slow  # the full batch runs with 1 and 2 workers in .ci/run too
 @pytest.mark.parametrize("args", [
     ("softmax-sweep", "--dims", "16", "3000", "--keys", "24", "--scalings", "none", "sqrt",
      "cosine:0.2", "--correlation", "0.3", "--mask", "causal", "--trials", "41"),

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# Real subprocesses killed mid-run: the slow tier (.ci/run runs it with -m slow).
+pytestmark = pytest.mark.slow
+
 SLOW_TO_DRAW = ["--dims", *[str(d) for d in range(2, 42)], "--pairs", "300", "--bins", "200"]
 SLOW_TO_COMPUTE = ["--dims", "4096", "--pairs", "3000000", "--no-plots", "--workers", "2"]
 

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import per_spec
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
@@ -139,7 +140,7 @@ def _brown(ax: Axes) -> list[str]:
         if len(heavy) > 1 else []
 
 
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", per_spec(SPECS), ids=lambda p: p.stem)
 def test_every_figure_shows_what_it_says(path: Path) -> None:
     found = {name: problems(fig) for name, fig in drawn_figures(path)}
     assert {name: p for name, p in found.items() if p} == {}

@@ -7,7 +7,7 @@ import copy
 from pathlib import Path
 
 import pytest
-from conftest import EXPERIMENTS, write_spec
+from conftest import EXPERIMENTS, per_spec, write_spec
 
 from sdpa_cli import __version__, registry, schemas, spec
 from sdpa_cli.errors import InputError
@@ -42,7 +42,7 @@ def _small(path: Path):
         return loaded
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", per_spec(SHIPPED), ids=lambda p: p.stem)
 def test_every_shipped_specs_results_fit_the_result_schema(path):
     s = _small(path)
     result = registry.get(s.study).run(s, RunContext(workers=1, figures=False))
