@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_spec
 
 from sdpa_cli.numerics import recall
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.studies.train import sensitivity_rows
 from sdpa_cli.studies.train_findings import compare
-from tests.conftest import write_spec
 
 TINY = recall.Task(vocab=6, pairs=3, d_model=5, d_k=4, learned_embeddings=True)
 
@@ -213,7 +213,7 @@ def test_specs_in_a_slow_folder_run_only_when_named(tmp_path: Path) -> None:
 def test_lr_sweep_figures_show_what_they_say(workdir: Path) -> None:
     # compare.yaml has one rate per optimiser, so the shipped-spec figure tests never draw
     # final loss versus lr: draw every train figure of a small sweep and inspect it the same way.
-    from tests.test_figures import drawn_figures, problems
+    from test_figures import drawn_figures, problems
 
     path = write_spec(workdir, "sweep.yaml", "study: train\ndims: [8, 16]\nsteps: 20\nseeds: 2\n"
                       "batch: 8\nvocab: 8\nd_model: 8\nseed: 2\n"  # no pairs: SMALL resets it
