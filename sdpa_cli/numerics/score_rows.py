@@ -89,13 +89,14 @@ def jacobian_spectral(p: np.ndarray, iterations: int = 200) -> np.ndarray:
         lo = np.where(above, mid, lo)
         hi = np.where(above, hi, mid)
     root = np.where(active.any(axis=-1), 0.5 * (lo + hi), 0.0)
-    return np.maximum(root, fixed)
+    out: np.ndarray = np.maximum(root, fixed)
+    return out
 
 
 # --- theory ------------------------------------------------------------------------------
 
 
-def freezing_std(n: int) -> float:
+def freezing_std(n: float) -> float:
     """s_c = √(2 ln n): the score spread past which softmax of n iid N(0, s²) scores freezes
     towards one-hot (the largest of n standard normals sits near √(2 ln n))."""
     return math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
@@ -303,12 +304,14 @@ def _centred_cos(s: np.ndarray, nq: np.ndarray, nk: np.ndarray, sq: np.ndarray,
     denom = np.sqrt(vq)[:, :, None] * np.sqrt(vk)[:, None, :]
     tiny = 1e-12 * np.sqrt(nq)[:, :, None] * np.sqrt(nk)[:, None, :]
     out: np.ndarray = np.divide(num, denom, out=np.zeros_like(num), where=denom > tiny)
-    return np.clip(out, -1.0, 1.0)
+    clipped: np.ndarray = np.clip(out, -1.0, 1.0)
+    return clipped
 
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
     norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
-    return np.divide(x, norm, out=np.zeros_like(x), where=norm > 0)
+    unit: np.ndarray = np.divide(x, norm, out=np.zeros_like(x), where=norm > 0)
+    return unit
 
 
 def causal(s: np.ndarray) -> np.ndarray:

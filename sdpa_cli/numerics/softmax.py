@@ -38,12 +38,14 @@ def log_softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
     others = np.where(np.arange(shifted.shape[-1]) == idx, -np.inf, shifted)
     with np.errstate(under="ignore"):
         rest = np.exp(others).sum(axis=-1, keepdims=True)
-    return shifted - np.log1p(rest)
+    out: np.ndarray = shifted - np.log1p(rest)
+    return out
 
 
 def softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
     with np.errstate(under="ignore"):
-        return np.exp(log_softmax(z, scale))
+        p: np.ndarray = np.exp(log_softmax(z, scale))
+    return p
 
 
 def entropy(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -57,7 +59,8 @@ def entropy(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
 def entropy_of(logp: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Entropy (nats) from log-weights and weights, with 0·log 0 = 0 (masked or underflowed)."""
     terms = np.where(p > 0, p * np.where(np.isfinite(logp), logp, 0.0), 0.0)
-    return np.maximum(-terms.sum(axis=-1), 0.0)
+    h: np.ndarray = np.maximum(-terms.sum(axis=-1), 0.0)
+    return h
 
 
 def one_minus(p: np.ndarray) -> np.ndarray:

@@ -141,7 +141,7 @@ class SaturationFields(VectorLawFields):
 
     def _is_default(self, name: str) -> bool:
         info = type(self).model_fields[name]
-        return getattr(self, name) == info.get_default(call_default_factory=True)
+        return bool(getattr(self, name) == info.get_default(call_default_factory=True))
 
     @model_validator(mode="after")
     def _source_rules(self) -> SaturationFields:
@@ -173,9 +173,9 @@ class SaturationFields(VectorLawFields):
         else:
             self._gaussian_rules()
         if source != "explicit":
-            keys = self.key_list
-            for i, n in enumerate(keys):
-                if n in keys[:i]:
+            key_list = self.key_list
+            for i, n in enumerate(key_list):
+                if n in key_list[:i]:
                     raise SpecFieldError(("keys", i), f"{n} is listed twice")
         return self
 

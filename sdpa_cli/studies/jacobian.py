@@ -199,7 +199,8 @@ def _vs_scale_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 # --- source 2 -----------------------------------------------------------------------------
 
 
-def _vector_run(spec: JacobianSpec, ctx: RunContext):
+def _vector_run(spec: JacobianSpec, ctx: RunContext
+                ) -> tuple[list[dict[str, Any]], list[Check], list[Figure]]:
     law, unit = law_of(spec)
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
@@ -259,7 +260,8 @@ def _vs_dim_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 # --- source 3 -----------------------------------------------------------------------------
 
 
-def _gaussian_run(spec: JacobianSpec, ctx: RunContext):
+def _gaussian_run(spec: JacobianSpec, ctx: RunContext
+                  ) -> tuple[list[dict[str, Any]], list[Check], list[dict[str, Any]]]:
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     peaks: list[dict[str, Any]] = []

@@ -17,7 +17,7 @@ from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
-from sdpa_cli.studies.audit import find_rows, pick, selector_problem, split_quantity
+from sdpa_cli.studies.audit import Lookup, find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.studies.common import canonical, finite
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.result import Check
@@ -332,7 +332,7 @@ def documented_problem(spec: SaturationFields, entry: Documented,
     return selector_problem(plan_keys(spec), canonical(entry), fields(spec.score_source))
 
 
-def lookup(rows: list[dict[str, Any]]):
+def lookup(rows: list[dict[str, Any]]) -> Lookup:
     """The audit's look-up: a row's value, with the field's standard error when it has one."""
 
     def find(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
@@ -411,7 +411,8 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
 # --- rows and checks shared by softmax-sweep and jacobian --------------------------------
 
 
-def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: Cell, measured: Measured,
+def vector_row(spec: Any, law: PairLaw, unit: float, d: int, n: int,
+               scaling: Scaling, cell: Cell, measured: Measured,
                stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
     """One source-2 row with the study's statistics; `sweep` adds the softmax-sweep fields
     (threshold and the d → ∞ limit of the largest weight)."""
@@ -435,7 +436,8 @@ def vector_row(spec, law, unit, d, n, scaling: Scaling, cell: Cell, measured: Me
 
 
 
-def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> list[Check]:
+def cell_checks(spec: SaturationFields, d: int, n: int, rows: list[dict[str, Any]],
+                k: float) -> list[Check]:
     """One check of the score law per cell for the raw scores (every linear rule rescales
     the same draws, so their z is the same number) and one for the cosines."""
     out = []
@@ -453,7 +455,7 @@ def cell_checks(spec, d: int, n: int, rows: list[dict[str, Any]], k: float) -> l
 
 
 
-def gaussian_row(spec, n: int, s: float, cell: Cell, measured: Measured,
+def gaussian_row(spec: Any, n: int, s: float, cell: Cell, measured: Measured,
                  stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
     """One source-3 row with the study's statistics (`sweep`: also the threshold)."""
     row: dict[str, Any] = {"keys": n, "score_std": s, "trials": cell.trials}

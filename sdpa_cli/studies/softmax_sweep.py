@@ -10,6 +10,7 @@ import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.keys import rem_participation, rem_threshold
+from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
@@ -194,7 +195,8 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
 # --- source 2 -----------------------------------------------------------------------------
 
 
-def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext):
+def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
+                ) -> tuple[list[dict[str, Any]], list[Check], list[Figure], list[str]]:
     law, unit = law_of(spec)
     k = spec.se_tolerance
     rows: list[dict[str, Any]] = []
@@ -274,7 +276,7 @@ def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure
     )
 
 
-def _picture(spec: SoftmaxSweepSpec, law, unit: float, d: int, n: int,
+def _picture(spec: SoftmaxSweepSpec, law: PairLaw, unit: float, d: int, n: int,
              cell: draws.Cell) -> Figure | None:
     """The first sequence's score matrices, weights and entropy per query, one row per rule;
     every number drawn is computed here."""
@@ -333,7 +335,8 @@ def _picture_base(first: Mapping[str, np.ndarray], v: draws.Variant) -> np.ndarr
 # --- source 3 -----------------------------------------------------------------------------
 
 
-def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext):
+def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext
+                  ) -> tuple[list[dict[str, Any]], list[Check], list[Figure]]:
     rows: list[dict[str, Any]] = []
     checks: list[Check] = []
     stds = list(spec.score_stds or [])

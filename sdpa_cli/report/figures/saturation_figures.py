@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ def _log_y(ax) -> None:
         ax.set_yscale("log")
 
 
-def _edges(values: Sequence[float]) -> np.ndarray:
+def _edges(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Cell edges for a geometric grid: geometric midpoints, extended half a step out."""
     v = np.log(np.asarray(values, dtype=float))
     if v.size == 1:
@@ -43,7 +43,7 @@ def _edges(values: Sequence[float]) -> np.ndarray:
     return np.exp(np.clip(logs, -700.0, 700.0))
 
 
-def _value_ticks(ax, values: Sequence[float], axis: str = "x") -> None:
+def _value_ticks(ax: Any, values: Sequence[float] | np.ndarray, axis: str = "x") -> None:
     """Ticks at the measured values, written as plain numbers (16, 0.25) rather than 2⁴;
     every other one when there are many, so the labels never collide."""
     v = sorted(set(float(x) for x in values))
@@ -228,7 +228,7 @@ def draw_attention_picture(figure: Figure):
     return fig
 
 
-def _picture_caption(data: dict[str, Any]) -> str:
+def _picture_caption(data: Mapping[str, Any]) -> str:
     """What the weights show, row by row, in the words the documents use: a row whose
     entropy is far below ln n is near one-hot, whatever a document calls it."""
     ln_n = data["ln_n"]
@@ -302,7 +302,7 @@ def draw_jacobian_vs_scale(figure: Figure):
     grid = fig.add_gridspec(rows, len(points))
     ax = fig.add_subplot(grid[0, :])
     scale = np.array([p["scale"] for p in points], dtype=float)
-    zeros = []
+    zeros: list[Any] = []
     for i, (key, label) in enumerate((("max_abs_jacobian", "max |J_ij|"),
                                       ("frobenius", "‖J‖_F"), ("spectral", "λ_max(J)"))):
         y = np.array([p[key] for p in points], dtype=float)
