@@ -100,3 +100,17 @@ def test_quiet_batch_names_each_failed_spec_in_one_line(sdpa, workdir):
     assert r.code == 0
     lines = r.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("sdpa: specs/bad.yaml: FAIL d=3 none")
+
+
+@pytest.mark.parametrize("args,first", [
+    (["softmax-sweep", "--scores", "1", "0.5", "0", "--scales", "1", "10"], "Softmax turns"),
+    (["jacobian", "--score-stds", "0.5", "4", "--keys", "16", "--trials", "200"],
+     "With n random scores"),
+])
+def test_saturation_studies_speak_plainly_first(sdpa, args, first):
+    r = sdpa(*args, "--seed", "1", "--no-plots")
+    expect = [line for line in r.err.splitlines() if line.startswith("expect:")]
+    assert expect and expect[0].startswith(f"expect: {first}")
+    assert "secular equation" not in r.err  # jargon only under --explain
+    assert "secular equation" in sdpa(*args, "--seed", "1", "--no-plots", "--explain").err \
+        or args[0] == "softmax-sweep"

@@ -149,6 +149,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
                     lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=True),
+                    expect=shared.expect_lines(spec, jacobian=True),
                     notes=notes, figures=figures, tables=tables)
 
 

@@ -352,6 +352,27 @@ def lookup(rows: list[dict[str, Any]]) -> Lookup:
 # --- theory lines ----------------------------------------------------------------------------
 
 
+def expect_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
+    """What theory predicts, in plain words (the exact forms are the theory lines, shown
+    under --explain and in table.md)."""
+    first = {
+        "explicit": "Softmax turns scores into weights that sum to 1; multiplying the scores "
+                    "by more pushes the weight onto the largest score.",
+        "vectors": "Raw q·k spreads more as d_k grows (like √d_k), so softmax puts nearly all "
+                   "the weight on one key; dividing by √d_k keeps the spread, and the "
+                   "weights, as they were.",
+        "gaussian": "With n random scores of spread s, the weights stay spread out while s is "
+                    "small and lock onto one key once s passes about √(2 ln n).",
+        "leading": "A key that leads n − 1 tied keys by a fixed margin fades as n grows, "
+                   "unless the scores are multiplied by a factor that grows like ln n.",
+    }[spec.score_source]
+    lines = [first]
+    if jacobian:
+        lines.append("The gradient through softmax (its Jacobian) vanishes at both ends, "
+                     "uniform weights and one-hot weights, and is largest in between.")
+    return tuple(lines)
+
+
 def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
     source = spec.score_source
     if source == "leading":

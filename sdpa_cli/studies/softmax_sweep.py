@@ -141,6 +141,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     return assemble(spec, study="softmax-sweep", title=title,
                     table=Table("softmax", title, columns, tuple(rows)), checks=checks,
                     lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=False),
+                    expect=shared.expect_lines(spec, jacobian=False),
                     notes=notes, figures=figures, tables=tables)
 
 
