@@ -65,25 +65,8 @@ STATS = {"mean_frobenius": "frobenius", "mean_max_abs_jacobian": "max_abs",
 _MC = (*(f for name in STATS for f in (name, f"{name}_se")), "median_frobenius",
        "median_frobenius_se")
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "mean_frobenius")
-SLOPE_COLUMNS = (
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("quantity", "quantity", "text"),
-    Column("slope", "slope vs d"),
-    Column("slope_se", "se"),
-    Column("finite_d_theory_slope", "theory (these d)"),
-    Column("theory_slope", "theory (d → ∞)"),
-    Column("agrees", "within k·se", "text"),
-)
-LEADING_COLUMNS = (
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("gap", "score gap"),
-    Column("max_prob", "max weight"),
-    Column("entropy", "entropy"),
-    Column("entropy_ratio", "entropy/ln n", "f2"),
-    Column("frobenius", "‖J‖_F"),
-)
+SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
+LEADING_COLUMNS = rtab.LEADING_COLUMNS
 FIELDS = {
     "leading": rtab.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",

@@ -12,10 +12,30 @@ from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.slopes import fit_slope, theory_slope
 from sdpa_cli.spec.score_sources import SaturationFields
 from sdpa_cli.studies.common import finite
-from sdpa_cli.studies.result import Check, Figure
+from sdpa_cli.studies.result import Check, Column, Figure
 
 # --- source 4: the leading-key family (exact) ----------------------------------------------
 
+# The slope and leading-key tables of softmax-sweep and jacobian (same columns in both).
+SLOPE_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("quantity", "quantity", "text"),
+    Column("slope", "slope vs d"),
+    Column("slope_se", "se"),
+    Column("finite_d_theory_slope", "theory (these d)"),
+    Column("theory_slope", "theory (d → ∞)"),
+    Column("agrees", "within k·se", "text"),
+)
+LEADING_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("gap", "score gap"),
+    Column("max_prob", "max weight"),
+    Column("entropy", "entropy"),
+    Column("entropy_ratio", "entropy/ln n", "f2"),
+    Column("frobenius", "‖J‖_F"),
+)
 LEADING_FIELDS = ("keys", "scaling", "dim", "margin", "gap", "max_prob", "entropy",
                   "entropy_ratio", "frobenius", "ln_n")
 

@@ -56,25 +56,8 @@ STATS = {"mean_max_prob": "max_prob", "mean_entropy": "entropy",
          "saturated_fraction": "saturated", "mean_participation": "participation"}
 _MC = tuple(f for name in STATS for f in (name, f"{name}_se"))
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
-SLOPE_COLUMNS = (
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("quantity", "quantity", "text"),
-    Column("slope", "slope vs d"),
-    Column("slope_se", "se"),
-    Column("finite_d_theory_slope", "theory (these d)"),
-    Column("theory_slope", "theory (d → ∞)"),
-    Column("agrees", "within k·se", "text"),
-)
-LEADING_COLUMNS = (
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("gap", "score gap"),
-    Column("max_prob", "max weight"),
-    Column("entropy", "entropy"),
-    Column("entropy_ratio", "entropy/ln n", "f2"),
-    Column("frobenius", "‖J‖_F"),
-)
+SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
+LEADING_COLUMNS = rtab.LEADING_COLUMNS
 FIELDS = {
     "leading": rtab.LEADING_FIELDS,
     "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
