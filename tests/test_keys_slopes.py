@@ -120,3 +120,12 @@ def test_theory_slope_table() -> None:
     assert theory_slope(p("linear"), "entropy_deficit") == -1.0
     assert theory_slope(p("none"), "frobenius") is None
     assert theory_slope(p("sqrt"), axis="n") is None
+
+
+def test_weighted_slope_with_a_point_known_to_1e_minus_200_does_not_overflow():
+    # Unscaled scores at large d give a largest weight of 1 to within 1e-200: its weight
+    # (y/se)² = 1e400 overflowed in an earlier version (a RuntimeWarning in `sdpa run`).
+    fit = fit_slope([16, 64, 256, 4096], [0.32, 0.66, 0.99, 1.0], [1e-3, 1e-3, 1e-4, 1e-200])
+    assert math.isfinite(fit.slope) and math.isfinite(fit.se)
+    # the fit passes through the point that is known exactly
+    assert abs(fit.intercept + fit.slope * math.log(4096)) < 1e-10

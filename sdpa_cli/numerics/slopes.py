@@ -43,14 +43,25 @@ def fit_slope(x: np.ndarray | list[float], y: np.ndarray | list[float],
     if k < 2 or np.ptp(lx) == 0:
         raise ValueError("a slope needs at least two distinct x with y > 0")
     if se is not None:
-        w = (ya[keep] / sa[keep]) ** 2
+        # Weights (y/se)² in log form, relative to the largest: a point measured to 1e-15
+        # (a weight of 1e30 or more) must not overflow. W = e^top restores the scale.
+        lw = 2.0 * (ly - np.log(sa[keep]))
+        top = float(lw.max())
+        # Below e^-600 of the largest a weight would underflow to 0, and a point known to
+        # within 1e-200 would leave no other point to set the slope (0/0): such weights are
+        # held at e^-600 (the fit then passes through that point, the others set the slope).
+        w = np.exp(np.maximum(lw - top, -600.0))
         xm = float(np.sum(w * lx) / np.sum(w))
         ym = float(np.sum(w * ly) / np.sum(w))
         sxx = float(np.sum(w * (lx - xm) ** 2))
         b = float(np.sum(w * (lx - xm) * (ly - ym)) / sxx)
         resid = ly - ym - b * (lx - xm)
-        chi2 = float(np.sum(w * resid * resid)) / (k - 2) if k > 2 else None
-        return Slope(b, math.sqrt(1.0 / sxx), ym - b * xm, k, "per-point se", chi2)
+        slope_se = math.exp(-0.5 * top - 0.5 * math.log(sxx))
+        chi2 = None
+        if k > 2:
+            rel = float(np.sum(w * resid * resid))
+            chi2 = (math.exp(min(top + math.log(rel), 700.0)) if rel > 0 else 0.0) / (k - 2)
+        return Slope(b, slope_se, ym - b * xm, k, "per-point se", chi2)
     if k < 3:
         raise ValueError("a slope with an error from residuals needs at least three points")
     xm, ym = float(lx.mean()), float(ly.mean())
