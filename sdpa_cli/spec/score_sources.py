@@ -27,13 +27,6 @@ MAX_SEQUENCE = 4096  # source 2 holds one n × n score matrix per trial in memor
 BATCHES = 20  # fixed batches of trials for the standard error of a median (batch means)
 MEDIAN_BATCH_VALUES = 1 << 24  # per-row values held for one batch median (128 MB)
 
-# Source names, what selects them, and the flags behind those keys (for error messages).
-SOURCES = {
-    "explicit": ("scores",),
-    "vectors": ("dims", "d_model"),
-    "gaussian": ("score_stds",),
-    "leading": ("margin",),
-}
 _FLAG = {"margin": "--margin", "scores": "--scores", "dims": "--dims", "d_model": "--d-model",
          "heads": "--heads", "score_stds": "--score-stds"}
 
