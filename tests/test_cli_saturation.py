@@ -66,7 +66,7 @@ def test_other_formats_on_stdout_match_the_files(sdpa, workdir, fmt, starts):
 
 @pytest.mark.parametrize("args,needle", [
     (("--scores", "1", "2", "--dims", "8"),
-     "--dims: dims: scores (--scores) and dims (--dims) choose different score sources"),
+     "--dims: dims: scores and dims choose different score sources"),
     (("--score-stds", "1", "--d-model", "64", "--heads", "4"),
      "choose different score sources"),
     ((), "say where the scores come from"),
@@ -102,8 +102,8 @@ def test_spec_file_errors_point_at_the_line(sdpa, workdir):
                       "study: jacobian\nscores: [1, 2]\nscore_stds: [1]\n")
     r = sdpa("jacobian", str(path))
     assert r.code == 2
-    assert r.err.strip() == (f"{path}:3:13: score_stds: scores (--scores) and score_stds "
-                             "(--score-stds) choose different score sources; give only one "
+    assert r.err.strip() == (f"{path}:3:13: score_stds: scores and score_stds "
+                             "choose different score sources; give only one "
                              "of explicit scores (scores); random queries and keys (dims, or "
                              "d_model with heads); random Gaussian scores (score_stds); one key "
                              "leading n − 1 tied keys (margin)")

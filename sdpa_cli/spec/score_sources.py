@@ -27,9 +27,6 @@ MAX_SEQUENCE = 4096  # source 2 holds one n × n score matrix per trial in memor
 BATCHES = 20  # fixed batches of trials for the standard error of a median (batch means)
 MEDIAN_BATCH_VALUES = 1 << 24  # per-row values held for one batch median (128 MB)
 
-_FLAG = {"margin": "--margin", "scores": "--scores", "dims": "--dims", "d_model": "--d-model",
-         "heads": "--heads", "score_stds": "--score-stds"}
-
 # Which source each optional key belongs to; a key set away from its source is an error.
 _ONLY = {
     "scales": ("explicit",),
@@ -54,7 +51,6 @@ _SOURCE_TEXT = {
 }
 DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024),
                 "leading": (2, 8, 64, 512, 4096, 32768)}
-
 
 class SaturationFields(VectorLawFields):
     """Where the scores fed to softmax come from, and how many are drawn.
@@ -144,7 +140,9 @@ class SaturationFields(VectorLawFields):
                                  "; ".join(_SOURCE_TEXT.values()))
         if len(given) > 1:
             keys = [k for ks in given.values() for k in ks]
-            named = " and ".join(f"{k} ({_FLAG[k]})" for k in keys)
+            # Field names only: the spec layer knows no flags (a flag given on the command
+            # line is named in front of the message by the CLI layer).
+            named = " and ".join(keys)
             raise SpecFieldError((keys[-1],), f"{named} choose different score sources; give "
                                  "only one of " + "; ".join(_SOURCE_TEXT.values()))
         source = self.score_source
@@ -237,13 +235,11 @@ class SaturationFields(VectorLawFields):
                                  f"scores (hours of work); the limit is {MAX_DRAWS:.0e}: lower "
                                  "trials, keys or dims")
 
-
 class SoftmaxSweepSpec(SaturationFields):
     """Softmax weights as the scores grow: largest weight, entropy, saturation."""
 
     study: Literal["softmax-sweep"] = "softmax-sweep"
     threshold: Float = Field(0.99, gt=0, lt=1)  # a row is saturated when max weight > this
-
 
 class JacobianSpec(SaturationFields):
     """The softmax Jacobian J = diag(p) − ppᵀ as the scores grow: vanishing gradients."""
