@@ -52,6 +52,7 @@ _SOURCE_TEXT = {
 DEFAULT_KEYS = {"vectors": (10,), "gaussian": (16, 128, 1024),
                 "leading": (2, 8, 64, 512, 4096, 32768)}
 
+
 class SaturationFields(VectorLawFields):
     """Where the scores fed to softmax come from, and how many are drawn.
 
@@ -235,11 +236,13 @@ class SaturationFields(VectorLawFields):
                                  f"scores (hours of work); the limit is {MAX_DRAWS:.0e}: lower "
                                  "trials, keys or dims")
 
+
 class SoftmaxSweepSpec(SaturationFields):
     """Softmax weights as the scores grow: largest weight, entropy, saturation."""
 
     study: Literal["softmax-sweep"] = "softmax-sweep"
     threshold: Float = Field(0.99, gt=0, lt=1)  # a row is saturated when max weight > this
+
 
 class JacobianSpec(SaturationFields):
     """The softmax Jacobian J = diag(p) − ppᵀ as the scores grow: vanishing gradients."""
