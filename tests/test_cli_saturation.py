@@ -7,7 +7,7 @@ import math
 
 import pytest
 import yaml
-from conftest import EXPERIMENTS, write_spec
+from conftest import EXPERIMENTS, per_spec, write_spec
 
 DEMO = ("--scores", "1", "0.5", "0", "-0.5", "--scales", "1", "5", "10", "20", "50")
 FAST = ("--trials", "60", "--seed", "3")
@@ -234,7 +234,7 @@ SHIPPED = sorted((EXPERIMENTS / "softmax-sweep").glob("*.yaml")) + \
     sorted((EXPERIMENTS / "jacobian").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("spec_file", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec_file", per_spec(SHIPPED), ids=lambda p: p.stem)
 def test_shipped_specs_pass_their_checks(sdpa, spec_file):
     study = spec_file.parent.name
     # The Monte Carlo specs run here with fewer trials: their checks are se-based, so they

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXPERIMENTS, write_spec
+from conftest import EXPERIMENTS, per_spec, write_spec
 
 ROW_FIELDS = {"dim", "scaling", "factor", "pairs", "mean", "variance", "std", "theory_mean",
               "theory_variance", "se", "ci_low", "ci_high", "z", "min", "max", "kurtosis"}
@@ -150,7 +150,7 @@ def test_manifest_records_seed_versions_and_hashes(sdpa, workdir):
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
 
 
-@pytest.mark.parametrize("spec_file", sorted((EXPERIMENTS / "variance").glob("*.yaml")),
+@pytest.mark.parametrize("spec_file", per_spec(sorted((EXPERIMENTS / "variance").glob("*.yaml"))),
                          ids=lambda p: p.stem)
 def test_shipped_variance_specs_pass_their_checks(sdpa, spec_file):
     r = sdpa("variance", str(spec_file), "--check", "--no-plots", "-q", "--format", "json")
