@@ -66,7 +66,11 @@ def test_run_by_name(sdpa, workdir):
     assert {"documented", "computed", "tolerance", "status"} <= set(doc["audit"][0])
     assert set(doc["rows"][0]) == {"part", "step", "i", "j", "value", "expansion"}
     assert doc["spec"]["seed"] is None  # nothing random: no seed drawn
-    assert "### stated-vectors · 2. scores QKᵀ" in (folder / "table.md").read_text()
+    # Panels are headed as the document names the part, never by the spec's identifier.
+    page = (folder / "table.md").read_text()
+    assert "### Steps 1-5 · 2. scores QKᵀ" in page
+    assert "### Detailed Softmax Comparison · 1. scores QKᵀ (given)" in page
+    assert "### stated-vectors" not in page and "### softmax-tables" not in page
 
 
 def test_unknown_name_is_exit_2_with_a_suggestion(sdpa):

@@ -105,6 +105,19 @@ class Part(Model):
     h: PosInt | None = None  # number of heads (d_k = d / h)
 
 
+    @property
+    def title(self) -> str:
+        """The part as a reader knows it: its description up to the colon ("Steps 1-5"),
+        never the spec's identifier ("stated-vectors") when a description is given."""
+        return part_title(self.name, self.description)
+
+
+def part_title(name: str, description: str) -> str:
+    """A part's heading: its description up to the first colon, else its name in words."""
+    text = description.split(":")[0].strip()
+    return text or name.replace("-", " ")
+
+
 COMMON_FIELDS = ("name", "kind", "description")
 FIELDS_BY_KIND: dict[str, tuple[str, ...]] = {
     "attention": ("tokens", "key_tokens", "embeddings", "w_q", "w_k", "w_v", "q", "k", "v",

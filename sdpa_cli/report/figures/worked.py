@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from sdpa_cli.report.figures import style
+from sdpa_cli.spec.worked import part_title
 from sdpa_cli.studies.result import Figure
 
 CMAP = "Blues"
@@ -45,10 +46,8 @@ def _heat(ax, m: np.ndarray, rows: list[str], cols: list[str], title: str,
 
 
 def _part_title(part: dict) -> str:
-    """A part as its document names it (the description up to its colon), not the spec's
-    internal name."""
-    text = str(part.get("description") or "").split(":")[0].strip()
-    return text or str(part["name"]).replace("-", " ")
+    """A part as its document names it (spec.worked.part_title), not the spec's internal name."""
+    return part_title(str(part["name"]), str(part.get("description") or ""))
 
 
 def draw_weights(figure: Figure):

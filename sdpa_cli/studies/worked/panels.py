@@ -21,8 +21,8 @@ def attention_panels(r: Replay, expand: bool, show_exp: bool, notes: list[str]
 
     def step(title: str, lines: list[str], style: str = "plain", numbered: bool = True
              ) -> None:
-        head = f"{part.name} · {next(number)}. {title}" if numbered else \
-            f"{part.name} · {title}"
+        head = f"{part.title} · {next(number)}. {title}" if numbered else \
+            f"{part.title} · {title}"
         panels.append(Panel(head, tuple(lines), style))
 
     def cols_of(mat: np.ndarray) -> list[str]:

@@ -48,7 +48,7 @@ def variance_part(part: Part) -> PartRun:
     run = PartRun(part, qty)
     if part.description:
         lines.insert(0, part.description)
-    run.panels.append(Panel(f"{part.name} · variance before and after scaling", tuple(lines)))
+    run.panels.append(Panel(f"{part.title} · variance before and after scaling", tuple(lines)))
     run.steps = {"values": x, **({"scaled_values": qty["scaled_values"]} if div else {})}
     for name, value in qty.items():
         arr = np.asarray(value, dtype=float)
@@ -98,7 +98,7 @@ def scaling_part(part: Part) -> PartRun:
         lines.append(f"  Var({d}-D) / Var({part.dims[0]}-D) = {texts['ratio'][i]}   "
                      f"(the claim: {num(d / part.dims[0])})")
     run = PartRun(part, qty)
-    run.panels.append(Panel(f"{part.name} · per-dimension variances and 1/√d scaling",
+    run.panels.append(Panel(f"{part.title} · per-dimension variances and 1/√d scaling",
                             tuple(lines)))
     run.steps = {k: v for k, v in qty.items()}
     for name, value in qty.items():
@@ -137,7 +137,7 @@ def cost_part(part: Part) -> PartRun:
     lines += [f"{name.ljust(width)}  {f'{text} = {value:,}'.ljust(46)}  {why}"
               for name, value, text, why in table]
     run = PartRun(part, qty)
-    run.panels.append(Panel(f"{part.name} · operation counts", tuple(lines)))
+    run.panels.append(Panel(f"{part.title} · operation counts", tuple(lines)))
     run.steps = dict(qty)
     for name, value, text, _ in table:
         run.rows.append(table_row(part.name, name, None, None, float(value), f"{text} = {value:,}"))
