@@ -68,6 +68,7 @@ def _jacobian() -> Study:
 
 
 def _saturation_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.report.figures import jacobian_figures as j
     from sdpa_cli.report.figures import rules_figures as r
     from sdpa_cli.report.figures import saturation_figures as f
 
@@ -76,10 +77,10 @@ def _saturation_figures() -> Mapping[str, Renderer]:
         "saturation.vs_dim": f.draw_vs_dim,
         "saturation.attention_picture": f.draw_attention_picture,
         "saturation.vs_std": f.draw_vs_std,
-        "saturation.jacobian_vs_scale": f.draw_jacobian_vs_scale,
-        "saturation.jacobian_vs_dim": f.draw_jacobian_vs_dim,
-        "saturation.frobenius_vs_std": f.draw_frobenius_vs_std,
-        "saturation.phase_diagram": f.draw_phase_diagram,
+        "saturation.jacobian_vs_scale": j.draw_jacobian_vs_scale,
+        "saturation.jacobian_vs_dim": j.draw_jacobian_vs_dim,
+        "saturation.frobenius_vs_std": j.draw_frobenius_vs_std,
+        "saturation.phase_diagram": j.draw_phase_diagram,
         "rules.leading_keys": r.draw_leading_keys,
         "rules.rem_participation": r.draw_rem_participation,
     }

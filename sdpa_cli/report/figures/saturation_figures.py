@@ -1,4 +1,4 @@
-"""Figures of the saturation studies: weights by scale, saturation curves, phase diagram."""
+"""Saturation figures: weights by scale, saturation versus d_k and spread, attention picture."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 from matplotlib.colors import TwoSlopeNorm
-from matplotlib.figure import Figure as MplFigure
 
 from sdpa_cli.report.figures import style
 from sdpa_cli.studies.result import Figure
@@ -16,12 +15,12 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINES = ("-", "--", ":", "-.")
 
 
-def _arr(values: Sequence[Any]) -> np.ndarray:
+def as_array(values: Sequence[Any]) -> np.ndarray:
     """JSON-style numbers (None for missing) as a float array with NaN."""
     return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
-def _log_y(ax) -> None:
+def log_y(ax) -> None:
     """A log y axis when something positive is drawn, lines or bars; linear otherwise (a log
     axis over nothing but zeros, e.g. a Jacobian that is exactly 0 everywhere, cannot be
     drawn)."""
@@ -31,7 +30,7 @@ def _log_y(ax) -> None:
         ax.set_yscale("log")
 
 
-def _edges(values: Sequence[float] | np.ndarray) -> np.ndarray:
+def cell_edges(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Cell edges for a geometric grid: geometric midpoints, extended half a step out."""
     v = np.log(np.asarray(values, dtype=float))
     if v.size == 1:
@@ -43,7 +42,7 @@ def _edges(values: Sequence[float] | np.ndarray) -> np.ndarray:
     return np.exp(np.clip(logs, -700.0, 700.0))
 
 
-def _value_ticks(ax: Any, values: Sequence[float] | np.ndarray, axis: str = "x") -> None:
+def value_ticks(ax: Any, values: Sequence[float] | np.ndarray, axis: str = "x") -> None:
     """Ticks at the measured values, written as plain numbers (16, 0.25) rather than 2⁴;
     every other one when there are many, so the labels never collide."""
     v = sorted(set(float(x) for x in values))
@@ -75,7 +74,7 @@ def draw_weights_by_scale(figure: Figure):
             ax.bar(x - 0.4 + (i + 0.5) * width, heights, width * 0.95, color=style.color(i),
                    label=f"key {i + 1} (score {style.num(scores[i])})" if show_legend else None)
         if log:
-            _log_y(ax)
+            log_y(ax)
             if ax.get_yscale() == "log":
                 smallest = min((w for g in groups for w in g["probs"] if w > 0), default=1.0)
                 ax.set_ylim(smallest / 20, 3.0)
@@ -122,15 +121,15 @@ def draw_vs_dim(figure: Figure):
         dims = np.asarray(c["dims"], dtype=float)
         kw = {"color": color, "marker": MARKERS[j % len(MARKERS)], "ls": LINES[j % len(LINES)],
               "ms": 5, "capsize": 3, "label": label}
-        ax_max.errorbar(dims, _arr(c["mean_max_prob"]), yerr=k * _arr(c["mean_max_prob_se"]),
-                        **kw)
-        ax_ent.errorbar(dims, _arr(c["mean_entropy"]), yerr=k * _arr(c["mean_entropy_se"]),
-                        **kw)
+        ax_max.errorbar(dims, as_array(c["mean_max_prob"]),
+                        yerr=k * as_array(c["mean_max_prob_se"]), **kw)
+        ax_ent.errorbar(dims, as_array(c["mean_entropy"]),
+                        yerr=k * as_array(c["mean_entropy_se"]), **kw)
         if c.get("limit_max_prob") is not None:
             ax_max.axhline(c["limit_max_prob"], color=color, ls=(0, (4, 3)), lw=1, alpha=0.8)
-        ax_s.plot(dims, _arr(c["implied_score_std"]), color=color,
+        ax_s.plot(dims, as_array(c["implied_score_std"]), color=color,
                   marker=MARKERS[j % len(MARKERS)], ls=LINES[j % len(LINES)], label=label)
-        self_mean = _arr(c.get("implied_self_score_mean") or [])
+        self_mean = as_array(c.get("implied_self_score_mean") or [])
         if self_mean.size and np.isfinite(self_mean).any():
             ax_s.plot(dims, np.abs(self_mean), color=color, ls=(0, (4, 3)), lw=1, marker="x")
     for j, n in enumerate(keys):
@@ -155,20 +154,20 @@ def draw_vs_dim(figure: Figure):
         ax_max.plot([], [], color="0.3", ls=(0, (4, 3)), lw=1, label="d → ∞ limit (÷d, cosine)")
     ax_ent.set_title("mean entropy of a row (nats)")
     ax_s.set_title("score spread each rule implies (theory)")
-    if any(_arr(c.get("implied_self_score_mean") or []).size for c in curves):
+    if any(as_array(c.get("implied_self_score_mean") or []).size for c in curves):
         # colours are named in the first panel; here only what the two line styles mean
         solid = ax_s.plot([], [], color="0.3", marker="o", label="std of an off-diagonal score")
         dashed = ax_s.plot([], [], color="0.3", ls=(0, (4, 3)), marker="x", lw=1,
                            label="|mean score of a query with its own key|")
         fig.legend(handles=[*solid, *dashed], fontsize=8, loc="outside lower right")
         ax_s.set_ylabel("score")
-    _log_y(ax_s)
+    log_y(ax_s)
     if not ax_s.get_ylabel():
         ax_s.set_ylabel("std of an off-diagonal score")
     all_dims = [d for c in curves for d in c["dims"]]
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
-        _value_ticks(ax, all_dims)
+        value_ticks(ax, all_dims)
         ax.set_xlabel("d_k")
     # below the panels: inside, a legend sits on curves that cross the whole range
     fig.legend(*ax_max.get_legend_handles_labels(), fontsize=8, loc="outside lower left",
@@ -190,7 +189,7 @@ def draw_attention_picture(figure: Figure):
     fig, axes = style.new(14.0, 3.9 * len(panels) + 0.5, len(panels), 3)
     ticks = np.arange(n)
     for row, panel in zip(axes, panels, strict=True):
-        scores = _arr([v for r in panel["scores"] for v in r]).reshape(n, n)
+        scores = as_array([v for r in panel["scores"] for v in r]).reshape(n, n)
         masked = np.ma.masked_invalid(scores)
         # Each score panel has its own colour bar: under one shared scale the scaled
         # scores (std ≈ 1 against ≈ 8) look blank. The bar's numbers carry the size.
@@ -261,9 +260,9 @@ def draw_vs_std(figure: Figure):
     for i, c in enumerate(data["curves"]):
         color = style.color(i)
         s = np.asarray(c["score_std"], dtype=float)
-        ax_max.errorbar(s, _arr(c["mean_max_prob"]), yerr=k * _arr(c["mean_max_prob_se"]),
+        ax_max.errorbar(s, as_array(c["mean_max_prob"]), yerr=k * as_array(c["mean_max_prob_se"]),
                         color=color, marker="o", ms=4, capsize=2, label=f"n = {c['keys']}")
-        ax_ent.errorbar(s, _arr(c["mean_entropy"]), yerr=k * _arr(c["mean_entropy_se"]),
+        ax_ent.errorbar(s, as_array(c["mean_entropy"]), yerr=k * as_array(c["mean_entropy_se"]),
                         color=color, marker="o", ms=4, capsize=2, label=f"n = {c['keys']}")
         grid = np.asarray(c["grid"], dtype=float)
         theory = np.asarray(c["small_s"], dtype=float)
@@ -282,194 +281,8 @@ def draw_vs_std(figure: Figure):
     all_s = [x for c in data["curves"] for x in c["score_std"]]
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
-        _value_ticks(ax, all_s)
+        value_ticks(ax, all_s)
         ax.set_xlabel("score std s")
         ax.legend(fontsize=8)
     fig.suptitle(f"{figure.title} — {data['trials']} rows per point, bars ± {k:g} se")
-    return fig
-
-
-# --- jacobian ----------------------------------------------------------------------------
-
-
-def draw_jacobian_vs_scale(figure: Figure):
-    points = figure.data["points"]
-    matrices = [p.get("matrix") for p in points]
-    show = all(m is not None for m in matrices)
-    rows = 2 if show else 1
-    # A free grid (not style.new): one wide panel above a row of small matrices.
-    fig = MplFigure(figsize=(max(9.0, 2.6 * len(points)), 4.6 * rows), layout="constrained")
-    grid = fig.add_gridspec(rows, len(points))
-    ax = fig.add_subplot(grid[0, :])
-    scale = np.array([p["scale"] for p in points], dtype=float)
-    zeros: list[Any] = []
-    for i, (key, label) in enumerate((("max_abs_jacobian", "max |J_ij|"),
-                                      ("frobenius", "‖J‖_F"), ("spectral", "λ_max(J)"))):
-        y = np.array([p[key] for p in points], dtype=float)
-        zeros.extend(p["label"] for p, v in zip(points, y, strict=True) if v == 0)
-        ax.plot(scale, np.where(y > 0, y, np.nan), marker=MARKERS[i], color=style.color(i),
-                label=label, ls=LINES[i])
-    ax.set_xscale("log")
-    _log_y(ax)
-    ax.set_xticks(scale, [p["label"] for p in points])
-    ax.minorticks_off()
-    ax.set_xlabel("multiplier of the scores")
-    ax.set_ylabel("size of J")
-    note = f" (exactly 0 at {', '.join(dict.fromkeys(zeros))}: not drawn)" if zeros else ""
-    ax.set_title(f"Size of J = diag(p) − ppᵀ{note}\nmax|J_ij| ≤ λ_max ≤ ‖J‖_F always; the "
-                 "last two meet once one weight dominates", fontsize=10)
-    ax.legend(fontsize=9)
-    if show:
-        top = max(float(np.max(np.abs(m))) for m in matrices) or 1.0
-        for j, (p, m) in enumerate(zip(points, matrices, strict=True)):
-            sub = fig.add_subplot(grid[1, j])
-            im = sub.imshow(np.asarray(m), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -top, top))
-            sub.set_title(f"J at {p['label']}\nmax |J_ij| = {p['max_abs_jacobian']:.3g}",
-                          fontsize=9)
-            ticks = np.arange(len(m))
-            sub.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
-            sub.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
-            sub.set_xlabel("key j", fontsize=8)
-            sub.set_ylabel("key i", fontsize=8)
-            sub.grid(False)
-        fig.colorbar(im, ax=fig.axes[1:], shrink=0.8, label="J_ij (one colour scale for all)")
-    shown = ", ".join(style.num(s) for s in figure.data["scores"])
-    fig.suptitle(f"{figure.title}: scores [{shown}]")
-    return fig
-
-
-def draw_jacobian_vs_dim(figure: Figure):
-    data = figure.data
-    k = data["se_k"]
-    fig, axes = style.new(8.0, 5.2)
-    ax = axes[0][0]
-    formulas = list(dict.fromkeys(c["formula"] for c in data["curves"]))
-    keys = sorted({c["keys"] for c in data["curves"]})
-    for c in data["curves"]:
-        color = style.color(formulas.index(c["formula"]))
-        j = keys.index(c["keys"])
-        label = c["formula"] + (f", n = {c['keys']}" if len(keys) > 1 else "")
-        dims = np.asarray(c["dims"], dtype=float)
-        ax.errorbar(dims, _arr(c["mean_frobenius"]), yerr=k * _arr(c["mean_frobenius_se"]),
-                    color=color, marker=MARKERS[j % len(MARKERS)], ls="-", capsize=3,
-                    label=f"{label}: mean")
-        ax.plot(dims, _arr(c["median_frobenius"]), color=color, ls=":", lw=1.2,
-                marker=MARKERS[j % len(MARKERS)], mfc="none", label=f"{label}: median")
-    for j, n in enumerate(keys):
-        ax.axhline(data["uniform"][n], color="0.4", lw=1, ls=LINES[j % len(LINES)])
-        ax.text(0.99, data["uniform"][n], f"√(n−1)/n, n = {n}: uniform weights ", fontsize=8,
-                ha="right", va="top", color="0.3", transform=ax.get_yaxis_transform())
-    ax.set_xscale("log", base=2)
-    _value_ticks(ax, [d for c in data["curves"] for d in c["dims"]])
-    _log_y(ax)
-    ax.set_xlabel("d_k")
-    ax.set_ylabel("‖J‖_F of one attention row")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{figure.title}\n{data['trials']} sequences per point, bars ± {k:g} se",
-                 fontsize=10)
-    return fig
-
-
-def _curve_colors(count: int) -> list:
-    """The palette for a few curves; a sequential map (ordered by n) when there are many,
-    so that no two curves share a colour."""
-    if count <= 6:
-        return [style.color(i) for i in range(count)]
-    import matplotlib
-
-    cmap = matplotlib.colormaps["viridis"]
-    return [cmap(0.92 * i / (count - 1)) for i in range(count)]
-
-
-def draw_frobenius_vs_std(figure: Figure):
-    data = figure.data
-    k = data["se_k"]
-    curves = data["curves"]
-    few = len(curves) <= 5  # medians only when they do not crowd the picture
-    fig, axes = style.new(9.4, 5.8)
-    ax = axes[0][0]
-    colors = _curve_colors(len(curves))
-    for color, c in zip(colors, curves, strict=True):
-        s = np.asarray(c["score_std"], dtype=float)
-        mean = _arr(c["mean_frobenius"])
-        se = _arr(c["mean_frobenius_se"])
-        ax.plot(s, mean, color=color, marker="o", ms=3.5, label=f"n = {c['keys']}")
-        ax.fill_between(s, mean - k * se, mean + k * se, color=color, alpha=0.25, lw=0)
-        if few:
-            ax.plot(s, _arr(c["median_frobenius"]), color=color, ls=":", lw=1.0, alpha=0.8)
-        # the s → 0 limit, as a short stub at the left edge where the curves start from it
-        ax.axhline(c["uniform"], xmin=0.0, xmax=0.06, color=color, lw=2.5)
-        # the freezing point, as a tick on the top edge (vertical lines would crowd)
-        ax.plot([c["freezing"]], [1.0], marker="v", ms=9, color=color, mec="k", ls="none",
-                transform=ax.get_xaxis_transform(), clip_on=False)
-        marker = "X" if c["at_edge"] else "*"
-        ax.plot([c["s_star"]], [c["peak"]], marker=marker, ms=13, color=color, mec="k",
-                ls="none")
-    if few:
-        ax.plot([], [], color="0.3", ls=":", label="median (dotted)")
-    ax.plot([], [], color="0.5", marker="v", ms=8, mec="k", ls="none",
-            label="▼ on top: s = √(2 ln n)")
-    ax.plot([], [], color="0.3", lw=2.5, label="√(n−1)/n: limit as s → 0 (left stub)")
-    ax.plot([], [], color="0.5", marker="*", ms=12, mec="k", ls="none",
-            label="s*: parabola vertex in log s")
-    if any(c["at_edge"] for c in curves):
-        ax.plot([], [], color="0.5", marker="X", ms=10, mec="k", ls="none",
-                label="largest at the grid edge: no peak inside")
-    ax.set_xscale("log", base=2)
-    _value_ticks(ax, [x for c in curves for x in c["score_std"]])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("score std s")
-    ax.set_ylabel("‖J‖_F of one row")
-    ax.legend(fontsize=8, ncol=2 if len(curves) > 4 else 1, loc="upper right")
-    ax.set_title(f"{figure.title}\n{data['trials']} rows per point, band ± {k:g} se"
-                 + ("" if few else "; medians in the table"), fontsize=10, pad=14)
-    return fig
-
-
-def draw_phase_diagram(figure: Figure):
-    data = figure.data
-    s = np.asarray(data["score_stds"], dtype=float)
-    n = np.asarray(data["keys"], dtype=float)
-    xe, ye = _edges(s), _edges(n)
-    fig, axes = style.new(14.0, 6.6, 1, 2, sharey=True)
-    panels = (
-        (axes[0][0], "entropy_ratio", "mean entropy ÷ ln n  (1 = uniform, 0 = one-hot)",
-         "÷ ln n", "viridis"),
-        (axes[0][1], "frobenius_ratio", "mean ‖J‖_F ÷ its largest value over s, per n",
-         "÷ peak for that n", "magma"),
-    )
-    curve = data["freezing_curve"]
-    stars = data["s_star"]
-    inside = [p for p in stars if not p["at_edge"]]
-    edge = [p for p in stars if p["at_edge"]]
-    mark_colors = ("#7CFC00", "#ff7f0e", "#e377c2", "#17becf", "#bcbd22")
-    for ax, key, title, bar_label, cmap in panels:
-        values = np.array([_arr(r) for r in data[key]], dtype=float)
-        mesh = ax.pcolormesh(xe, ye, np.ma.masked_invalid(values), cmap=cmap, vmin=0.0,
-                             vmax=1.0, shading="flat")
-        fig.colorbar(mesh, ax=ax, label=bar_label, shrink=0.9)
-        ax.plot(curve["s"], curve["keys"], color="white", lw=2.2, ls="--",
-                label="s = √(2 ln n): freezing point")
-        ax.plot([p["s"] for p in inside], [p["keys"] for p in inside], ls="none", marker="*",
-                ms=12, color="cyan", mec="k", label="s*: peak of mean ‖J‖_F")
-        if edge:
-            ax.plot([p["s"] for p in edge], [p["keys"] for p in edge], ls="none", marker="X",
-                    ms=9, color="cyan", mec="k", label="largest at the grid edge (no peak)")
-        for i, mark in enumerate(data["marks"]):
-            ax.axvline(mark["s"], color=mark_colors[i % len(mark_colors)], lw=1.8,
-                       ls="-" if i == 0 else "-.", label=mark["label"])
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-        ax.set_xlim(xe[0], xe[-1])
-        ax.set_ylim(ye[0], ye[-1])
-        _value_ticks(ax, s)
-        ax.set_xlabel("score std s")
-        ax.grid(False)
-        ax.set_title(title, fontsize=10)
-    _value_ticks(axes[0][0], n, axis="y")
-    axes[0][0].set_ylabel("keys n")
-    handles, labels = axes[0][1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9,
-               facecolor="0.92")
-    fig.suptitle(f"{figure.title} ({data['trials']} rows per cell)")
     return fig
