@@ -117,7 +117,7 @@ def test_the_row_limit_is_exact_at_its_edge():
 
 def test_the_histogram_figure_draws_a_bounded_number_of_dims():
     # 200 overlaid histograms took six minutes and 0.5 GB to draw (the table kept them all)
-    from sdpa_cli.studies import variance
+    from sdpa_cli.studies import variance_figures as variance
 
     dims = list(range(1, 31))
     s = spec.load(None, study="variance", overrides={"dims": dims, "pairs": 20,
