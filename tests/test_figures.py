@@ -221,3 +221,26 @@ def test_dpi_scales_the_png_and_default_stays_screen_sized(sdpa, workdir: Path) 
         3 * screen, abs=3)  # 330 = 3 × the default 110
     bad = sdpa("softmax-sweep", spec, "--out", "bad", "--dpi", "0")
     assert bad.code == 2 and "--dpi" in bad.err and not (workdir / "bad").exists()
+
+
+def test_peak_legend_names_the_refined_peak(tmp_path: Path) -> None:
+    """The star is s* from the golden-section refinement (not the grid parabola it replaced):
+    the legend may not call it a parabola vertex."""
+    path = tmp_path / "peak.yaml"
+    path.write_text("study: jacobian\nscore_stds: [0.5, 1, 2, 4, 8]\nkeys: [16]\n"
+                    "trials: 200\nseed: 3\n", encoding="utf-8")
+    fig = dict(drawn_figures(path))["frobenius_vs_std"]
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().texts]
+    assert "s*: peak of mean ‖J‖_F" in legend
+    assert not any("parabola" in t for t in legend), legend
+
+
+def test_gradient_slope_titles_stay_on_the_canvas_with_many_rules(tmp_path: Path) -> None:
+    """Seven rules' fitted slopes in each panel title: wrapped, so no text leaves the canvas
+    or runs into the neighbouring panel."""
+    path = tmp_path / "grads.yaml"
+    path.write_text("study: gradients\ndims: [16, 64]\nd_model: 8\nkeys: 4\ntrials: 20\nseed: 1\n"
+                    "scalings: [qknorm, 'qknorm:rms', 'softcap:50', 'logn:0.43', mup, 'linear:8',"
+                    " 'cosine:0.1']\n", encoding="utf-8")
+    fig = dict(drawn_figures(path))["gradient_norms"]
+    assert problems(fig) == []

@@ -150,6 +150,27 @@ def test_command_writes_rows_with_the_documented_fields(sdpa) -> None:
     assert len(doc["curves"]) == 4 and doc["curves"][0]["steps"][0] == 1
 
 
+def test_one_optimiser_takes_its_default_rate(sdpa) -> None:
+    """--optimisers sgd alone (no --learning-rates) uses SGD's default rate; the default
+    mapping's Adam entry is not an error the user never asked for."""
+    r = sdpa("train", *SMALL, "--optimisers", "sgd", "--format", "json")
+    assert r.code == 0, r.err
+    rows = r.json()["rows"]
+    assert {(row["optimiser"], row["lr"]) for row in rows} == {("sgd", 0.1)}
+
+
+def test_rules_of_issue_15_train_and_logn_factor_uses_the_sequence_length(sdpa) -> None:
+    """Every rule trains; logn's factor in the row is S·ln n with n = pairs + 1 keys (the
+    row used to call factor(d) without n and fail after all the runs)."""
+    rules = ["qknorm", "qknorm:rms", "softcap:50", "logn:0.43", "mup", "linear:8"]
+    r = sdpa("train", *SMALL, "--optimisers", "sgd", "--scalings", *rules, "--format", "json")
+    assert r.code == 0, r.err
+    factors = {row["scaling"]: row["factor"] for row in r.json()["rows"]}
+    assert set(factors) == set(rules)
+    assert factors["logn:0.43"] == pytest.approx(0.43 * math.log(3))  # --pairs 2: n = 3
+    assert factors["mup"] == pytest.approx(8 / 8) and factors["qknorm"] == pytest.approx(8 ** -0.5)
+
+
 def test_written_spec_runs_again_to_the_same_results(sdpa, workdir: Path) -> None:
     spec = write_spec(workdir, "t.yaml", "study: train\ndims: [8]\nsteps: 20\nseeds: 2\n"
                       "batch: 8\nvocab: 4\npairs: 2\nd_model: 8\nseed: 4\n"

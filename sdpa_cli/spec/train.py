@@ -65,6 +65,8 @@ class TrainSpec(SpecBase):
                 if item in items[:i]:
                     raise SpecFieldError((name, i), f"{item!r} is listed twice")
         lrs = self.learning_rates
+        if "learning_rates" not in self.model_fields_set:  # the defaults of the optimisers given
+            lrs = {opt: list(DEFAULT_LRS[opt]) for opt in self.optimisers}
         if isinstance(lrs, dict):
             for opt in lrs:
                 if opt not in self.optimisers:

@@ -159,7 +159,7 @@ def _row(spec: TrainSpec, c: Config, runs: list[recall.TrainLog], chance: float
         return _median([_last(log, name) for log in runs])
 
     return {
-        "dim": c.dim, "scaling": c.scaling.label, "factor": c.scaling.factor(c.dim),
+        "dim": c.dim, "scaling": c.scaling.label, "factor": c.scaling.factor(c.dim, spec.pairs + 1),
         "optimiser": c.optimiser, "lr": c.lr, "seeds": len(runs), "steps": spec.steps,
         "target_accuracy": spec.target_accuracy,
         "reached": len(hit), "never": len(runs) - len(hit),

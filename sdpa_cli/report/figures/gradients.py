@@ -59,7 +59,9 @@ def draw_norms(figure: Figure) -> Any:  # a matplotlib Figure
         ax.set_yscale("log")
         ax.set_xlabel("d_k (log scale)")
         ax.set_ylabel(f"{label} (log scale)")
-        fitted = f"\nlog-log slope of the mean: {', '.join(slopes)}" if slopes else ""
+        # three rules a line: with many rules one line ran off the canvas into the next panel
+        rows = [", ".join(slopes[i:i + 3]) for i in range(0, len(slopes), 3)]
+        fitted = "\nlog-log slope of the mean: " + ",\n".join(rows) if slopes else ""
         ax.set_title(f"{label} per trial{fitted}", fontsize=9)
     axes[0][1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       borderaxespad=0.0, fontsize=8)

@@ -139,7 +139,7 @@ def draw_frobenius_vs_std(figure: Figure):
             label="▼ on top: s = √(2 ln n)")
     ax.plot([], [], color="0.3", lw=2.5, label="√(n−1)/n: limit as s → 0 (left stub)")
     ax.plot([], [], color="0.5", marker="*", ms=12, mec="k", ls="none",
-            label="s*: parabola vertex in log s")
+            label="s*: peak of mean ‖J‖_F")
     if any(c["at_edge"] for c in curves):
         ax.plot([], [], color="0.5", marker="X", ms=10, mec="k", ls="none",
                 label="largest at the grid edge: no peak inside")
