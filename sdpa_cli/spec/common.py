@@ -161,6 +161,9 @@ class Documented(Model):
     """A number the document prints, with where it appears and how to compare it."""
 
     where: str = Field(min_length=1)  # section or line of the document
+    # The publication the number comes from when it is not the spec's own document (a paper,
+    # a library's documentation): the audit then names it instead of the spec's `source:`.
+    cites: str | None = Field(None, min_length=1)
     quantity: str = Field(pattern=QUANTITY_PATTERN)  # e.g. variance, probs[0], weights[1][2]
     row: dict[str, str | int | float] = {}  # picks one row of the table, e.g. {dim: 16}
     part: str | None = None  # worked examples: which part of the example

@@ -61,6 +61,8 @@ def compare(
     # An entry may quote another document than the spec's own: it then names the file.
     names_file = re.match(r"^\S+\.(txt|md|ipynb)\b", entry.where) is not None
     source = entry.where if names_file or not document else f"{document}, {entry.where}"
+    if entry.cites:
+        source = f"{entry.cites}, {entry.where}"
     return AuditEntry(
         source=source,
         quantity=quantity,
