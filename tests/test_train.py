@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from sdpa_cli.numerics import recall
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.studies.train import sensitivity_rows
 from sdpa_cli.studies.train_findings import compare
+from sdpa_cli.studies.train_rows import TrainRow
 
 TINY = recall.Task(vocab=6, pairs=3, d_model=5, d_k=4, learned_embeddings=True)
 
@@ -110,18 +112,26 @@ def test_steps_to_reach_is_the_first_logged_window_at_the_target() -> None:
     assert recall.steps_to_reach(log, 0.95) is None
 
 
+def _train_row(**given: object) -> TrainRow:
+    """A TrainRow with the given fields; the rest are placeholders the test does not read."""
+    base: dict[str, object] = {f.name: None for f in fields(TrainRow)}
+    base.update(dim=8, scaling="none", optimiser="sgd", lr=1.0, seeds=3, reached=0)
+    return TrainRow(**{**base, **given})  # type: ignore[arg-type]
+
+
 def test_lr_sensitivity_follows_wortsman() -> None:
     # mean over rates of min(loss, chance) − best; a diverged rate (None) counts as chance.
-    rows = [{"dim": 8, "scaling": "none", "optimiser": "sgd", "lr": lr, "final_loss_median": v}
+    rows = [_train_row(lr=lr, final_loss_median=v)
             for lr, v in ((0.1, 0.5), (1.0, 3.0), (10.0, None))]
     (s,) = sensitivity_rows(rows, chance=2.0)
-    assert s["best_lr"] == 0.1 and s["best_final_loss"] == 0.5
-    assert s["lr_sensitivity"] == pytest.approx((0.5 + 2.0 + 2.0) / 3 - 0.5)
+    assert s.best_lr == 0.1 and s.best_final_loss == 0.5
+    assert s.lr_sensitivity == pytest.approx((0.5 + 2.0 + 2.0) / 3 - 0.5)
 
 
-def _row(reached: int, lo: float | None, hi: float | None, loss_lo: float, loss_hi: float):
-    return {"reached": reached, "seeds": 3, "steps_to_target_lo": lo, "steps_to_target_hi": hi,
-            "final_loss_lo": loss_lo, "final_loss_hi": loss_hi}
+def _row(reached: int, lo: float | None, hi: float | None, loss_lo: float, loss_hi: float
+         ) -> TrainRow:
+    return _train_row(reached=reached, steps_to_target_lo=lo, steps_to_target_hi=hi,
+                      final_loss_lo=loss_lo, final_loss_hi=loss_hi)
 
 
 def test_worse_means_fewer_seeds_or_separated_ranges() -> None:

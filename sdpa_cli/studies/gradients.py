@@ -22,7 +22,16 @@ from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.gradient_theory import slope_rows, theory_lines
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row, row_fields
+from sdpa_cli.studies.result import (
+    Check,
+    Column,
+    Figure,
+    Result,
+    Table,
+    as_row,
+    internal,
+    row_fields,
+)
 
 GRADS = ("wq", "wk", "wv", "x")  # ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V, ∂L/∂X
 
@@ -55,6 +64,7 @@ class GradientRow:
     theory_score_ms: float | None
     score_ms_z: float | None  # (score_ms − theory)/se
     note: str
+    nonfinite: tuple[str, ...] = internal(())  # gradients with a non-finite norm: the check fails
 
 
 FIELDS = row_fields(GradientRow)
@@ -172,13 +182,13 @@ def _row(spec: GradientsSpec, d: int, rule: Any, v: TrialValues) -> GradientRow:
         score_ms=_finite(ms),
         theory_score_ms=_finite(t_ms) if exact else None,
         score_ms_z=_finite(_z(ms, t_ms, ms_se)) if exact else None,
-        note=note,
+        note=note, nonfinite=tuple(bad),
     )
 
 
 def _check(row: GradientRow, k: float) -> Check:
     name = f"d_k={row.dim} {row.scaling}"
-    if row.note:
+    if row.nonfinite:
         return Check(name, False, row.note)
     z = row.score_ms_z
     if row.theory_score_ms is None:

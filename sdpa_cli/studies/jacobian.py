@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,19 @@ from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
 from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
+from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
+from sdpa_cli.studies.saturation_rows import (
+    JACOBIAN_FIELDS,
+    JACOBIAN_STATS,
+    Freezing,
+    JacobianExplicitRow,
+    JacobianGaussianRow,
+    JacobianStats,
+    JacobianVectorRow,
+    PeakRow,
+    RuleKey,
+    stats_of,
+)
 
 EXPLICIT_COLUMNS = (
     Column("scale", "scale"),
@@ -60,26 +74,10 @@ PEAK_COLUMNS = (
     Column("at_edge", "at grid edge"),
 )
 
-STATS = {"mean_frobenius": "frobenius", "mean_max_abs_jacobian": "max_abs",
-         "mean_entropy": "entropy", "mean_max_prob": "max_prob"}
-_MC = (*(f for name in STATS for f in (name, f"{name}_se")), "median_frobenius",
-       "median_frobenius_se")
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "mean_frobenius")
 SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
 LEADING_COLUMNS = rtab.LEADING_COLUMNS
-FIELDS = {
-    "leading": rtab.LEADING_FIELDS,
-    "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
-                 "max_abs_jacobian", "frobenius", "spectral", "trace", "entropy"),
-    "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
-                "implied_self_score_mean", *_MC, "ln_n", "freezing_std", "s_over_freezing",
-                "entropy_small_s", "frobenius_uniform", "score_var", "theory_score_var",
-                "score_var_se", "score_var_z", "self_score_mean", "self_score_mean_se",
-                "theory_self_score_mean",
-                "self_score_mean_z"),
-    "gaussian": ("keys", "score_std", "trials", *_MC, "ln_n", "freezing_std",
-                 "s_over_freezing", "entropy_small_s", "frobenius_uniform"),
-}
+FIELDS = JACOBIAN_FIELDS  # by score source
 
 SMALL_MATRIX = 12  # J itself is drawn (and kept in the figure data) up to this many keys
 
@@ -97,37 +95,42 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     checks: list[Check] = []
     tables: list[Table] = []
     notes: list[str] = []
+    rows: Sequence[Mapping[str, Any]]
     if source == "leading":
-        rows = rtab.leading_rows(spec)
+        leading = rtab.leading_rows(spec)
+        rows = [as_row(r) for r in leading]
         columns: tuple[Column, ...] = LEADING_COLUMNS
-        figures = [rtab.leading_figure(spec, rows)]
+        figures = [rtab.leading_figure(spec, leading)]
         title = "Softmax Jacobian with one key leading n − 1 ties, versus n (exact)"
     elif source == "explicit":
-        rows = _explicit_rows(spec)
+        explicit = _explicit_rows(spec)
+        rows = [as_row(r) for r in explicit]
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
-        figures = [_vs_scale_figure(spec, rows)] if ctx.figures else []
+        figures = [_vs_scale_figure(spec, explicit)] if ctx.figures else []
         title = "Softmax Jacobian of explicit scores as they are scaled"
     elif source == "vectors":
-        rows, checks, figures = _vector_run(spec, ctx)
+        vector, checks, figures = _vector_run(spec, ctx)
+        rows = [as_row(r) for r in vector]
         if len(spec.dim_list) >= 3:
             slopes, slope_checks = rtab.slope_table(spec, rows, SLOPE_QUANTITIES,
                                                       spec.se_tolerance)
             tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
-                                SLOPE_COLUMNS, tuple(slopes)))
+                                SLOPE_COLUMNS, tuple(as_row(r) for r in slopes)))
             checks.extend(slope_checks)
         columns = VECTOR_COLUMNS
         title = "Softmax Jacobian versus d_k, by scaling rule"
         if spec.mask == "causal":
             notes.append("causal mask: the first query has one key, so its J is exactly 0.")
     else:
-        rows, checks, peaks = _gaussian_run(spec, ctx)
+        gaussian, checks, peaks = _gaussian_run(spec, ctx)
+        rows = [as_row(r) for r in gaussian]
         columns = GAUSSIAN_COLUMNS
         title = "Softmax Jacobian of n iid N(0, s²) scores versus s"
         tables.append(Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
-                            tuple(peaks)))
-        figures = [_vs_std_figure(spec, rows, peaks)]
+                            tuple(as_row(p) for p in peaks)))
+        figures = [_vs_std_figure(spec, gaussian, peaks)]
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
-            figures.append(_phase_figure(spec, rows, peaks))
+            figures.append(_phase_figure(spec, gaussian, peaks))
         notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
@@ -139,39 +142,41 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
 # --- source 1 -----------------------------------------------------------------------------
 
 
-def _explicit_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
+def _explicit_rows(spec: JacobianSpec) -> list[JacobianExplicitRow]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
     for m in shared.multipliers(spec):
         zz, c = shared.explicit_input(z, m)
         p = softmax(zz, c)
         norms = jacobian_norms(p)
-        rows.append({
-            **shared.explicit_key(spec, m),
-            "temperature": finite(1.0 / m.scale),
-            "scores": [finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
-            "probs": p.tolist(),
-            "max_prob": float(p.max()),
-            "max_abs_jacobian": float(norms["max_abs"]),
-            "frobenius": float(norms["frobenius"]),
-            "spectral": float(sat.jacobian_spectral(p)[0]),
-            "trace": float(norms["trace"]),
-            "entropy": float(entropy(zz, c)),
-        })
+        rows.append(JacobianExplicitRow(
+            key=shared.explicit_key(spec, m),
+            temperature=finite(1.0 / m.scale),
+            scores=[finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
+            probs=p.tolist(),
+            max_prob=float(p.max()),
+            max_abs_jacobian=float(norms["max_abs"]),
+            frobenius=float(norms["frobenius"]),
+            spectral=float(sat.jacobian_spectral(p)[0]),
+            trace=float(norms["trace"]),
+            entropy=float(entropy(zz, c)),
+        ))
     return rows
 
 
-def _vs_scale_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
+def _vs_scale_figure(spec: JacobianSpec, rows: list[JacobianExplicitRow]) -> Figure:
     formulas = {s.label: s.formula for s in spec.scalings}
     n = len(spec.scores or [])
     points = []
     for r in rows:
-        label = formulas.get(r.get("scaling") or "") or f"×{r['scale']:g}"
-        point = {"label": label, "scale": r["scale"], "max_prob": r["max_prob"],
-                 "max_abs_jacobian": r["max_abs_jacobian"], "frobenius": r["frobenius"],
-                 "spectral": r["spectral"]}
+        formula = formulas.get(r.key.scaling) if isinstance(r.key, RuleKey) else None
+        label = formula or f"×{r.key.scale:g}"
+        point: dict[str, Any] = {
+            "label": label, "scale": r.key.scale, "max_prob": r.max_prob,
+            "max_abs_jacobian": r.max_abs_jacobian, "frobenius": r.frobenius,
+            "spectral": r.spectral}
         if n <= SMALL_MATRIX:
-            point["matrix"] = jacobian(np.asarray(r["probs"])).tolist()
+            point["matrix"] = jacobian(np.asarray(r.probs)).tolist()
         points.append(point)
     return Figure("jacobian_vs_scale", "saturation.jacobian_vs_scale",
                   "Size of the softmax Jacobian as the scores are scaled",
@@ -184,55 +189,61 @@ def _vs_scale_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 
 
 def _vector_run(spec: JacobianSpec, ctx: RunContext
-                ) -> tuple[list[dict[str, Any]], list[Check], list[Figure]]:
+                ) -> tuple[list[JacobianVectorRow], list[Check], list[Figure]]:
     law, unit = law_of(spec)
-    rows: list[dict[str, Any]] = []
+    rows: list[JacobianVectorRow] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dim_list):
         for j, n in enumerate(spec.key_list):
             variants = draws.variants_for(spec, d, unit, n)
             cell = draws.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
                                       jacobian=True, ctx=ctx, keep_first=False)
-            cell_rows = []
-            for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-                row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
-                                         sweep=False)
-                row.update(_median(measured))
-                row["frobenius_uniform"] = sat.uniform_frobenius(n)
-                cell_rows.append(row)
+            cell_rows = [
+                _vector_row(shared.vector_parts(spec, law, unit, d, n, scaling, cell), measured,
+                            n)
+                for scaling, measured in zip(spec.scalings, cell.measured, strict=True)]
             rows.extend(cell_rows)
-            checks.extend(shared.cell_checks(spec, d, n, cell_rows, spec.se_tolerance))
+            checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows],
+                                             spec.se_tolerance))
             if spec.additive:
                 add = draws.additive_cell(spec, law, d, n, (i, j), threshold=None,
                                            jacobian=True, ctx=ctx)
-                row = shared.additive_row(spec, law, d, n, add, STATS, sweep=False)
-                row.update(_median(add.measured[0]))
-                row["frobenius_uniform"] = sat.uniform_frobenius(n)
+                row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
+                                  n)
                 rows.append(row)
-                if row["theory_score_var"] is not None:
-                    checks.append(shared.score_check(f"d={d} n={n} additive", row,
+                if row.scores.theory_score_var is not None:
+                    checks.append(shared.score_check(f"d={d} n={n} additive", row.scores,
                                                      spec.se_tolerance))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 
 
-def _median(measured: draws.Measured) -> dict[str, Any]:
+def _vector_row(parts: shared.CellParts, measured: draws.Measured, n: int
+                ) -> JacobianVectorRow:
+    med, med_se = _median(measured)
+    return JacobianVectorRow(
+        head=parts.head, stats=stats_of(JacobianStats, measured, JACOBIAN_STATS),
+        freezing=parts.freezing, scores=parts.scores, median_frobenius=med,
+        median_frobenius_se=med_se, frobenius_uniform=sat.uniform_frobenius(n))
+
+
+def _median(measured: draws.Measured) -> tuple[float | None, float | None]:
     assert measured.median_frobenius is not None
     med, se = measured.median_frobenius
-    return {"median_frobenius": finite(med), "median_frobenius_se": finite(se)}
+    return finite(med), finite(se)
 
 
-def _vs_dim_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
+def _vs_dim_figure(spec: JacobianSpec, rows: list[JacobianVectorRow]) -> Figure:
     curves = []
     for n in spec.key_list:
         for label, formula in shared.curve_labels(spec):
-            pts = [r for r in rows if r["keys"] == n and r["scaling"] == label]
+            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
             curves.append({
                 "keys": n, "scaling": label, "formula": formula,
-                "dims": [r["dim"] for r in pts],
-                "mean_frobenius": [r["mean_frobenius"] for r in pts],
-                "mean_frobenius_se": [r["mean_frobenius_se"] for r in pts],
-                "median_frobenius": [r["median_frobenius"] for r in pts],
+                "dims": [r.head.dim for r in pts],
+                "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+                "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+                "median_frobenius": [r.median_frobenius for r in pts],
             })
     return Figure("jacobian_vs_dim", "saturation.jacobian_vs_dim",
                   "Mean ‖J‖_F of each attention row versus d_k",
@@ -245,37 +256,39 @@ def _vs_dim_figure(spec: JacobianSpec, rows: list[dict[str, Any]]) -> Figure:
 
 
 def _gaussian_run(spec: JacobianSpec, ctx: RunContext
-                  ) -> tuple[list[dict[str, Any]], list[Check], list[dict[str, Any]]]:
-    rows: list[dict[str, Any]] = []
+                  ) -> tuple[list[JacobianGaussianRow], list[Check], list[PeakRow]]:
+    rows: list[JacobianGaussianRow] = []
     checks: list[Check] = []
-    peaks: list[dict[str, Any]] = []
+    peaks: list[PeakRow] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
         cell = draws.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
                                     ctx=ctx)
         cell_rows = []
         for s, measured in zip(stds, cell.measured, strict=True):
-            row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=False)
-            row.update(_median(measured))
-            row["frobenius_uniform"] = sat.uniform_frobenius(n)
-            cell_rows.append(row)
+            med, med_se = _median(measured)
+            cell_rows.append(JacobianGaussianRow(
+                keys=n, score_std=s, trials=cell.trials,
+                stats=stats_of(JacobianStats, measured, JACOBIAN_STATS),
+                freezing=Freezing.at(n, s, True), median_frobenius=med,
+                median_frobenius_se=med_se, frobenius_uniform=sat.uniform_frobenius(n)))
         rows.extend(cell_rows)
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
         peaks.append(_peak(spec, j, n, cell_rows))
     return rows, checks, peaks
 
 
-def _peak(spec: JacobianSpec, j: int, n: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _peak(spec: JacobianSpec, j: int, n: int, rows: list[JacobianGaussianRow]) -> PeakRow:
     """s* on the grid, then refined between the grid neighbours of the maximum by golden
     section on common random numbers (numerics.peak), with a delta-method se."""
-    s = np.array([r["score_std"] for r in rows])
-    f = np.array([r["mean_frobenius"] for r in rows])
+    s = np.array([r.score_std for r in rows])
+    f = np.array([r.stats.mean_frobenius for r in rows])
     peak = sat.peak_on_grid(s, f)
     sc = sat.freezing_std(n)
-    out = {"keys": n, "s_star": peak.s_star, "s_star_se": None, "grid_s_star": peak.s_star,
-           "sqrt_2_ln_n": sc, "ratio": peak.s_star / sc,
-           "peak_mean_frobenius": peak.grid_max, "fitted_peak": peak.fitted_max,
-           "frobenius_uniform": sat.uniform_frobenius(n), "at_edge": peak.at_edge}
+    out = PeakRow(keys=n, s_star=peak.s_star, s_star_se=None, grid_s_star=peak.s_star,
+                  sqrt_2_ln_n=sc, ratio=peak.s_star / sc,
+                  peak_mean_frobenius=peak.grid_max, fitted_peak=peak.fitted_max,
+                  frobenius_uniform=sat.uniform_frobenius(n), at_edge=peak.at_edge)
     if peak.at_edge or not spec.refine_peak:
         return out
     grid = np.sort(s)
@@ -283,15 +296,16 @@ def _peak(spec: JacobianSpec, j: int, n: int, rows: list[dict[str, Any]]) -> dic
     fine = refine_peak(n, spec.trials, spec.seed or 0, float(grid[k - 1]), float(grid[k + 1]),
                        key=(1_000_003, j), tol=3e-3)  # 0.3% of s*: below its se
     if not fine.at_edge:
-        out.update(s_star=fine.s_star, s_star_se=finite(fine.se), ratio=fine.s_star / sc,
-                   fitted_peak=fine.peak, peak_mean_frobenius=max(peak.grid_max, fine.peak))
+        out = replace(out, s_star=fine.s_star, s_star_se=finite(fine.se),
+                      ratio=fine.s_star / sc, fitted_peak=fine.peak,
+                      peak_mean_frobenius=max(peak.grid_max, fine.peak))
     return out
 
 
-def _peak_notes(peaks: list[dict[str, Any]], smallest: float) -> list[str]:
+def _peak_notes(peaks: list[PeakRow], smallest: float) -> list[str]:
     notes = []
-    low = [p["keys"] for p in peaks if p["at_edge"] and p["s_star"] == smallest]
-    high = [p["keys"] for p in peaks if p["at_edge"] and p["keys"] not in low]
+    low = [p.keys for p in peaks if p.at_edge and p.s_star == smallest]
+    high = [p.keys for p in peaks if p.at_edge and p.keys not in low]
     if low:
         notes.append("for n = " + ", ".join(map(str, low)) + " the mean ‖J‖_F is largest at "
                      "the smallest s: these rows have the most gradient at uniform weights "
@@ -306,21 +320,21 @@ def _peak_notes(peaks: list[dict[str, Any]], smallest: float) -> list[str]:
     return notes
 
 
-def _vs_std_figure(spec: JacobianSpec, rows: list[dict[str, Any]],
-                   peaks: list[dict[str, Any]]) -> Figure:
+def _vs_std_figure(spec: JacobianSpec, rows: list[JacobianGaussianRow],
+                   peaks: list[PeakRow]) -> Figure:
     curves = []
     for n, peak in zip(spec.key_list, peaks, strict=True):
-        pts = [r for r in rows if r["keys"] == n]
+        pts = [r for r in rows if r.keys == n]
         curves.append({
             "keys": n,
-            "score_std": [r["score_std"] for r in pts],
-            "mean_frobenius": [r["mean_frobenius"] for r in pts],
-            "mean_frobenius_se": [r["mean_frobenius_se"] for r in pts],
-            "median_frobenius": [r["median_frobenius"] for r in pts],
+            "score_std": [r.score_std for r in pts],
+            "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+            "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+            "median_frobenius": [r.median_frobenius for r in pts],
             "uniform": sat.uniform_frobenius(n),
             "freezing": sat.freezing_std(n),
-            "s_star": peak["s_star"], "peak": peak["fitted_peak"],
-            "at_edge": peak["at_edge"],
+            "s_star": peak.s_star, "peak": peak.fitted_peak,
+            "at_edge": peak.at_edge,
         })
     return Figure("frobenius_vs_std", "saturation.frobenius_vs_std",
                   "Mean ‖J‖_F of softmax of n iid N(0, s²) scores versus s",
@@ -329,15 +343,15 @@ def _vs_std_figure(spec: JacobianSpec, rows: list[dict[str, Any]],
                           "near one-hot weights (large s), and largest in between.")
 
 
-def _phase_figure(spec: JacobianSpec, rows: list[dict[str, Any]],
-                  peaks: list[dict[str, Any]]) -> Figure:
+def _phase_figure(spec: JacobianSpec, rows: list[JacobianGaussianRow],
+                  peaks: list[PeakRow]) -> Figure:
     stds = sorted(spec.score_stds or [])
     keys = sorted(spec.key_list)
-    by = {(r["keys"], r["score_std"]): r for r in rows}
-    entropy_ratio = [[_ratio(by[(n, s)]["mean_entropy"], math.log(n)) for s in stds]
+    by = {(r.keys, r.score_std): r for r in rows}
+    entropy_ratio = [[_ratio(by[(n, s)].stats.mean_entropy, math.log(n)) for s in stds]
                      for n in keys]
-    peak_of = {p["keys"]: p for p in peaks}
-    frob_ratio = [[_ratio(by[(n, s)]["mean_frobenius"], peak_of[n]["peak_mean_frobenius"])
+    peak_of = {p.keys: p for p in peaks}
+    frob_ratio = [[_ratio(by[(n, s)].stats.mean_frobenius, peak_of[n].peak_mean_frobenius)
                    for s in stds] for n in keys]
     grid = np.geomspace(keys[0], keys[-1], 200)
     return Figure(
@@ -348,7 +362,7 @@ def _phase_figure(spec: JacobianSpec, rows: list[dict[str, Any]],
             "entropy_ratio": entropy_ratio, "frobenius_ratio": frob_ratio,
             "freezing_curve": {"keys": grid.tolist(),
                                "s": [sat.freezing_std(float(n)) for n in grid]},
-            "s_star": [{"keys": p["keys"], "s": p["s_star"], "at_edge": p["at_edge"]}
+            "s_star": [{"keys": p.keys, "s": p.s_star, "at_edge": p.at_edge}
                        for p in peaks],
             "marks": [{"label": "scaled (÷√d): s = 1", "s": 1.0}] + [
                 {"label": f"unscaled, d = {d}: s = √{d} = {math.sqrt(d):.3g}",

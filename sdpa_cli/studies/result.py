@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from types import MappingProxyType
+from typing import Any, get_args, get_type_hints
 
 
 @dataclass(frozen=True)
@@ -25,14 +26,40 @@ def internal(default: Any) -> Any:
     return field(default=default, metadata={"json": False})
 
 
+# `x: Group = field(metadata=PART)`: a typed-row field holding a group of columns (a frozen
+# dataclass of its own), written in its place as those columns, so rows of several kinds
+# share a group wherever it falls. A plain field() call, so type checkers see no default.
+PART: Mapping[str, Any] = MappingProxyType({"part": True})
+
+
 def row_fields(row_type: type) -> tuple[str, ...]:
     """The JSON fields of a typed row, in order: its table's CSV header and row keys."""
-    return tuple(f.name for f in fields(row_type) if f.metadata.get("json", True))
+    out: list[str] = []
+    for f in fields(row_type):
+        if not f.metadata.get("json", True):
+            continue
+        if not f.metadata.get("part"):
+            out.append(f.name)
+            continue
+        hint = get_type_hints(row_type)[f.name]
+        # a union of groups (A | B): every field a row of this type may carry, in order
+        for group in get_args(hint) or (hint,):
+            out.extend(name for name in row_fields(group) if name not in out)
+    return tuple(out)
 
 
 def as_row(row: Any) -> dict[str, Any]:
     """A typed row (frozen dataclass) as the mapping a Table holds."""
-    return {name: getattr(row, name) for name in row_fields(type(row))}
+    out: dict[str, Any] = {}
+    for f in fields(row):
+        if not f.metadata.get("json", True):
+            continue
+        value = getattr(row, f.name)
+        if f.metadata.get("part"):
+            out.update(as_row(value))
+        else:
+            out[f.name] = value
+    return out
 
 
 @dataclass(frozen=True)

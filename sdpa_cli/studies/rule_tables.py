@@ -12,7 +12,8 @@ from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.slopes import fit_slope, theory_slope
 from sdpa_cli.spec.score_sources import SaturationFields
 from sdpa_cli.studies.common import finite
-from sdpa_cli.studies.result import Check, Column, Figure
+from sdpa_cli.studies.result import Check, Column, Figure, row_fields
+from sdpa_cli.studies.saturation_rows import LeadingRow, SlopeRow
 
 # --- source 4: the leading-key family (exact) ----------------------------------------------
 
@@ -36,11 +37,10 @@ LEADING_COLUMNS = (
     Column("entropy_ratio", "entropy/ln n", "f2"),
     Column("frobenius", "‖J‖_F"),
 )
-LEADING_FIELDS = ("keys", "scaling", "dim", "margin", "gap", "max_prob", "entropy",
-                  "entropy_ratio", "frobenius", "ln_n")
+LEADING_FIELDS = row_fields(LeadingRow)
 
 
-def leading_rows(spec: SaturationFields) -> list[dict[str, Any]]:
+def leading_rows(spec: SaturationFields) -> list[LeadingRow]:
     """softmax of (g, 0, …, 0) for every n and rule, exactly (numerics.keys.leading_key)."""
     assert spec.margin is not None
     d = spec.dim if spec.dim is not None else 1
@@ -48,22 +48,23 @@ def leading_rows(spec: SaturationFields) -> list[dict[str, Any]]:
     for rule in spec.scalings:
         lk = leading_key(spec.key_list, spec.margin, rule, d)
         for i, n in enumerate(spec.key_list):
-            rows.append({
-                "keys": n, "scaling": rule.label, "dim": spec.dim, "margin": spec.margin,
-                "gap": finite(float(lk.gap[i])), "max_prob": float(lk.max_prob[i]),
-                "entropy": float(lk.entropy[i]), "entropy_ratio": float(lk.entropy_ratio[i]),
-                "frobenius": float(lk.frobenius[i]), "ln_n": math.log(n),
-            })
+            rows.append(LeadingRow(
+                keys=n, scaling=rule.label, dim=spec.dim, margin=spec.margin,
+                gap=finite(float(lk.gap[i])), max_prob=float(lk.max_prob[i]),
+                entropy=float(lk.entropy[i]), entropy_ratio=float(lk.entropy_ratio[i]),
+                frobenius=float(lk.frobenius[i]), ln_n=math.log(n),
+            ))
     return rows
 
 
-def leading_figure(spec: SaturationFields, rows: list[dict[str, Any]]) -> Figure:
+def leading_figure(spec: SaturationFields, rows: list[LeadingRow]) -> Figure:
     curves = []
     for rule in spec.scalings:
-        pts = [r for r in rows if r["scaling"] == rule.label]
+        pts = [r for r in rows if r.scaling == rule.label]
         curves.append({"scaling": rule.label, "formula": rule.formula,
-                       **{f: [r[f] for r in pts] for f in ("keys", "max_prob",
-                                                            "entropy_ratio", "frobenius")}})
+                       "keys": [r.keys for r in pts], "max_prob": [r.max_prob for r in pts],
+                       "entropy_ratio": [r.entropy_ratio for r in pts],
+                       "frobenius": [r.frobenius for r in pts]})
     return Figure("leading_keys", "rules.leading_keys",
                   f"One key leading n − 1 tied keys by {spec.margin:g}: exact, versus n",
                   {"curves": curves, "margin": spec.margin, "dim": spec.dim})
@@ -80,8 +81,7 @@ LEADING_THEORY = (
 
 # --- coordinate-check slopes over d -------------------------------------------------------
 
-SLOPE_FIELDS = ("keys", "scaling", "quantity", "slope", "slope_se", "method", "theory_slope",
-                "finite_d_theory_slope", "agrees")
+SLOPE_FIELDS = row_fields(SlopeRow)
 
 
 def _q(r: Mapping[str, Any], name: str) -> tuple[float | None, float | None, float | None]:
@@ -103,12 +103,13 @@ def _q(r: Mapping[str, Any], name: str) -> tuple[float | None, float | None, flo
     return r.get(name), r.get(f"{name}_se"), None
 
 
-def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: Sequence[str],
-                k: float) -> tuple[list[dict[str, Any]], list[Check]]:
+def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
+                quantities: Sequence[str], k: float) -> tuple[list[SlopeRow], list[Check]]:
     """Log-log slope of each headline quantity against d, per n and rule, with its se; the
     check compares the finite-d theory slope (the same fit through exact theory values at
     the same d) where the theory is exact, and reports the large-d slope beside it."""
-    out, checks = [], []
+    out: list[SlopeRow] = []
+    checks: list[Check] = []
     rules: list[tuple[str, Scaling | None]] = [(r.label, r) for r in spec.scalings]
     if spec.additive:
         rules.append((f"additive:{spec.additive}", None))
@@ -144,11 +145,11 @@ def slope_table(spec: SaturationFields, rows: list[dict[str, Any]], quantities: 
                         if use_se else None
                     finite_th = fit_slope(dims, th, th_se).slope
                 agrees = fit.agrees(finite_th, k) if finite_th is not None else None
-                out.append({"keys": n, "scaling": label, "quantity": name,
-                            "slope": finite(fit.slope), "slope_se": finite(fit.se),
-                            "method": fit.method, "theory_slope": asym,
-                            "finite_d_theory_slope": finite(finite_th) if finite_th is not None
-                            else None, "agrees": agrees})
+                out.append(SlopeRow(
+                    keys=n, scaling=label, quantity=name, slope=finite(fit.slope),
+                    slope_se=finite(fit.se), method=fit.method, theory_slope=asym,
+                    finite_d_theory_slope=finite(finite_th) if finite_th is not None else None,
+                    agrees=agrees))
                 if agrees is not None:
                     checks.append(Check(
                         f"n={n} {label} {name} slope", bool(agrees),

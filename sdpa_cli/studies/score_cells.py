@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import rule_theory as rt
-from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.additive import additive_score_var
 from sdpa_cli.numerics.sampling import PairLaw
@@ -20,9 +19,10 @@ from sdpa_cli.spec.score_sources import BATCHES, SaturationFields
 from sdpa_cli.studies.audit import Lookup, find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.studies.common import canonical, finite
 from sdpa_cli.studies.common import zscore as _z
-from sdpa_cli.studies.result import Check
+from sdpa_cli.studies.result import Check, as_row
 from sdpa_cli.studies.rule_tables import LEADING_THEORY, rule_lines
-from sdpa_cli.studies.score_draws import Cell, Measured, capped, clamp
+from sdpa_cli.studies.saturation_rows import CellHead, Freezing, RuleKey, ScaleKey, ScoreLaw
+from sdpa_cli.studies.score_draws import Cell, capped, clamp
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64
@@ -58,11 +58,11 @@ def explicit_input(z: np.ndarray, m: Multiplier) -> tuple[np.ndarray, float]:
     return z, clamp(m.scale)
 
 
-def explicit_key(spec: SaturationFields, m: Multiplier) -> dict[str, Any]:
+def explicit_key(spec: SaturationFields, m: Multiplier) -> ScaleKey | RuleKey:
     """The row key of a source-1 row: scale, or scaling and dim when the rules are used."""
     if m.scaling is not None:
-        return {"scaling": m.scaling, "dim": spec.dim, "scale": m.scale}
-    return {"scale": m.scale}
+        return RuleKey(scaling=m.scaling, dim=spec.dim, scale=m.scale)
+    return ScaleKey(scale=m.scale)
 
 
 def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:
@@ -73,32 +73,33 @@ def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:
     return out
 
 
-def additive_row(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cell,
-                 stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CellParts:
+    """The column groups every source-2 row has, whatever its study puts between them."""
+
+    head: CellHead
+    freezing: Freezing
+    scores: ScoreLaw
+
+
+def additive_parts(spec: SaturationFields, law: PairLaw, d: int, n: int, cell: Cell
+                   ) -> CellParts:
     """The additive score source's row, beside the rules' rows of the same (d, n)."""
     probe = cell.probes["additive"]
     t = probe.n
     var = probe.variance
     theory_var = additive_score_var(d) if law.kind == "normal" and law.m == 0 else None
     se = math.sqrt(max(0.0, probe.m4 / t - var * var) / t) if t > 1 else math.nan
-    row: dict[str, Any] = {
-        "dim": d, "keys": n, "scaling": f"additive:{spec.additive}", "factor": None,
-        "trials": cell.trials,
-        "implied_score_std": finite(math.sqrt(theory_var if theory_var else var)),
-        "implied_self_score_mean": None,
-    }
-    row.update(stat_fields(cell.measured[0], stats))
-    if sweep:
-        row["threshold"] = getattr(spec, "threshold", None)
-        row["limit_max_prob"] = None
-    row.update(freezing_fields(n, row["implied_score_std"], False))
-    row.update({"score_var": finite(var), "theory_score_var": finite(theory_var)
-                if theory_var else None, "score_var_se": finite(se),
-                "score_var_z": finite(_z(var, theory_var, se)) if theory_var else None,
-                "self_score_mean": None, "self_score_mean_se": None,
-                "theory_self_score_mean": None,
-                "self_score_mean_z": None})
-    return row
+    implied = finite(math.sqrt(theory_var if theory_var else var))
+    head = CellHead(dim=d, keys=n, scaling=f"additive:{spec.additive}", factor=None,
+                    trials=cell.trials, implied_score_std=implied, implied_self_score_mean=None)
+    scores = ScoreLaw(
+        score_var=finite(var), theory_score_var=finite(theory_var) if theory_var else None,
+        score_var_se=finite(se),
+        score_var_z=finite(_z(var, theory_var, se)) if theory_var else None,
+        self_score_mean=None, self_score_mean_se=None, theory_self_score_mean=None,
+        self_score_mean_z=None)
+    return CellParts(head, Freezing.at(n, implied, False), scores)
 
 
 # --- theory beside source-2 rows --------------------------------------------------------------
@@ -134,8 +135,12 @@ def cosine_self_limit(law: PairLaw) -> float:
     return (law.m * law.m + law.rho) / (1.0 + law.m * law.m)
 
 
+# (implied score spread, implied self-score mean, the measured score law beside its theory)
+Implied = tuple[float | None, float | None, ScoreLaw]
+
+
 def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
-                 correlated: bool, n: int | None = None) -> dict[str, Any]:
+                 correlated: bool, n: int | None = None) -> Implied:
     """Implied spread of the scores, and the measured score law at two fixed positions."""
     if scaling.norm is not None or scaling.cap is not None:
         return rule_score_fields(law, d, scaling, unit, cell, correlated)
@@ -145,33 +150,29 @@ def score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell
     diag = cell.probes["diag_cos" if scaling.cosine else "diag"]
     t = off.n
     var = off.variance
-    out: dict[str, Any] = {
-        "implied_score_std": finite(c * math.sqrt(th.pair.variance)) if th.pair else None,
-        "implied_self_score_mean": None,
-        "score_var": finite(c * c * var),
-        "theory_score_var": None,
-        "score_var_se": None,
-        "score_var_z": None,
-        "self_score_mean": finite(c * diag.mean),
-        "self_score_mean_se": finite(abs(c) * math.sqrt(diag.variance / t)) if t > 1 else None,
-        "theory_self_score_mean": None,
-        "self_score_mean_z": None,
-    }
+    implied_self = None
     if correlated:
         if th.self_pair is not None:
-            out["implied_self_score_mean"] = finite(c * th.self_pair.mean)
+            implied_self = finite(c * th.self_pair.mean)
         elif scaling.cosine:
-            out["implied_self_score_mean"] = finite(c * cosine_self_limit(law))
+            implied_self = finite(c * cosine_self_limit(law))
+    theory_var = var_se = var_z = theory_self = self_z = None
     if th.pair is not None:
         se = th.pair.variance_se(t)
-        out["theory_score_var"] = finite(c * c * th.pair.variance)
-        out["score_var_se"] = finite(c * c * se)
-        out["score_var_z"] = finite(_z(var, th.pair.variance, se))
+        theory_var = finite(c * c * th.pair.variance)
+        var_se = finite(c * c * se)
+        var_z = finite(_z(var, th.pair.variance, se))
     if th.self_pair is not None:
-        out["theory_self_score_mean"] = finite(c * th.self_pair.mean)
+        theory_self = finite(c * th.self_pair.mean)
         se_mean = math.sqrt(th.self_pair.variance / t)
-        out["self_score_mean_z"] = finite(_z(diag.mean, th.self_pair.mean, se_mean))
-    return out
+        self_z = finite(_z(diag.mean, th.self_pair.mean, se_mean))
+    scores = ScoreLaw(
+        score_var=finite(c * c * var), theory_score_var=theory_var, score_var_se=var_se,
+        score_var_z=var_z, self_score_mean=finite(c * diag.mean),
+        self_score_mean_se=finite(abs(c) * math.sqrt(diag.variance / t)) if t > 1 else None,
+        theory_self_score_mean=theory_self, self_score_mean_z=self_z)
+    return (finite(c * math.sqrt(th.pair.variance)) if th.pair else None, implied_self,
+            scores)
 
 
 def rule_theory_moments(law: PairLaw, d: int, scaling: Scaling, unit: float, rho: float
@@ -195,7 +196,7 @@ def rule_theory_moments(law: PairLaw, d: int, scaling: Scaling, unit: float, rho
 
 
 def rule_score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell: Cell,
-                      correlated: bool) -> dict[str, Any]:
+                      correlated: bool) -> Implied:
     """score_fields for rules whose scores are not a multiple of q·k (qknorm, softcap): the
     final scores are probed, and z uses the measured fourth moment for the se."""
     off = cell.probes[f"{scaling.label}@offdiag"]
@@ -206,33 +207,30 @@ def rule_score_fields(law: PairLaw, d: int, scaling: Scaling, unit: float, cell:
     exact = scaling.norm is not None
     var = off.variance
     se = math.sqrt(max(0.0, off.m4 / t - var * var) / t) if t > 1 else math.nan
-    out: dict[str, Any] = {
-        "implied_score_std": finite(math.sqrt(pair[1] if pair else var)),
-        "implied_self_score_mean": finite(self_pair[0]) if self_pair else None,
-        "score_var": finite(var), "theory_score_var": finite(pair[1]) if pair else None,
-        "score_var_se": finite(se),
-        "score_var_z": finite(_z(var, pair[1], se)) if pair and exact else None,
-        "self_score_mean": finite(diag.mean),
-        "self_score_mean_se": finite(math.sqrt(diag.variance / t)) if t > 1 else None,
-        "theory_self_score_mean": finite(self_pair[0]) if self_pair else None,
-        "self_score_mean_z": finite(_z(diag.mean, self_pair[0],
-                                       math.sqrt(diag.variance / t)))
+    scores = ScoreLaw(
+        score_var=finite(var), theory_score_var=finite(pair[1]) if pair else None,
+        score_var_se=finite(se),
+        score_var_z=finite(_z(var, pair[1], se)) if pair and exact else None,
+        self_score_mean=finite(diag.mean),
+        self_score_mean_se=finite(math.sqrt(diag.variance / t)) if t > 1 else None,
+        theory_self_score_mean=finite(self_pair[0]) if self_pair else None,
+        self_score_mean_z=finite(_z(diag.mean, self_pair[0], math.sqrt(diag.variance / t)))
         if self_pair and exact else None,
-    }
-    return out
+        theory_exact=exact)
+    return (finite(math.sqrt(pair[1] if pair else var)),
+            finite(self_pair[0]) if self_pair else None, scores)
 
 
-def score_check(name: str, row: Mapping[str, Any], k: float) -> Check:
+def score_check(name: str, law: ScoreLaw, k: float) -> Check:
     """The score law at fixed positions against theory: |z| ≤ k for variance and mean."""
-    z, mz = row["score_var_z"], row["self_score_mean_z"]
-    if row["theory_score_var"] is not None and z is None and str(row.get("scaling", "")
-                                                              ).startswith("softcap"):
+    z, mz = law.score_var_z, law.self_score_mean_z
+    if law.theory_score_var is not None and not law.theory_exact:  # softcap's theory
         return Check(name, True, "softcap: theory takes q·k/√d as Gaussian, exact only as "
                                  "d → ∞ (reported beside the measurement, not checked)")
-    if row["theory_score_var"] is None:
+    if law.theory_score_var is None:
         return Check(name, True, "no closed form for this law under cosine scaling "
                                  "(reported only)")
-    if z is None or (row["theory_self_score_mean"] is not None and mz is None):
+    if z is None or (law.theory_self_score_mean is not None and mz is None):
         return Check(name, False, "measurement or theory not finite")
     parts = [f"off-diagonal score variance z = {z:+.2f}"]
     passed = abs(z) <= k
@@ -287,28 +285,6 @@ def iid_small_s(spec: SaturationFields, scaling: Scaling) -> bool:
                                                spec.distribution in ("normal", "sphere"))
 
 
-def freezing_fields(n: int, s: float | None, small_s_applies: bool) -> dict[str, Any]:
-    sc = sat.freezing_std(n)
-    return {
-        "ln_n": math.log(n),
-        "freezing_std": sc,
-        "s_over_freezing": finite(s / sc) if s is not None else None,
-        # a second-order expansion: reported only where s is small next to s_c
-        "entropy_small_s": finite(sat.entropy_small_s(n, s))
-        if (s is not None and small_s_applies and s <= sc / 2) else None,
-    }
-
-
-def stat_fields(measured: Measured, names: Mapping[str, str]) -> dict[str, Any]:
-    """{row field: (mean), row field_se: (se)} for each per-trial statistic asked for."""
-    out: dict[str, Any] = {}
-    for field_name, stat in names.items():
-        mean, se = measured.stats[stat]
-        out[field_name] = finite(mean)
-        out[f"{field_name}_se"] = finite(se)
-    return out
-
-
 # --- row keys, documented entries and the audit ---------------------------------------------
 
 
@@ -316,7 +292,7 @@ def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
     """The key of every row the run will produce, without running it."""
     source = spec.score_source
     if source == "explicit":
-        return [explicit_key(spec, m) for m in multipliers(spec)]
+        return [as_row(explicit_key(spec, m)) for m in multipliers(spec)]
     if source == "vectors":
         labels = [s.label for s in spec.scalings] + (
             [f"additive:{spec.additive}"] if spec.additive else [])
@@ -332,7 +308,7 @@ def documented_problem(spec: SaturationFields, entry: Documented,
     return selector_problem(plan_keys(spec), canonical(entry), fields(spec.score_source))
 
 
-def lookup(rows: list[dict[str, Any]]) -> Lookup:
+def lookup(rows: Sequence[Mapping[str, Any]]) -> Lookup:
     """The audit's look-up: a row's value, with the field's standard error when it has one."""
 
     def find(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
@@ -432,58 +408,29 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
 # --- rows and checks shared by softmax-sweep and jacobian --------------------------------
 
 
-def vector_row(spec: Any, law: PairLaw, unit: float, d: int, n: int,
-               scaling: Scaling, cell: Cell, measured: Measured,
-               stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
-    """One source-2 row with the study's statistics; `sweep` adds the softmax-sweep fields
-    (threshold and the d → ∞ limit of the largest weight)."""
-    scores = score_fields(law, d, scaling, unit, cell, spec.correlation != 0, n)
-    row: dict[str, Any] = {
-        # the rule's own factor, 1/(T·d^p) (or 1/τ for cosine), as in the variance study
-        "dim": d, "keys": n, "scaling": scaling.label, "factor": finite(scaling.factor(d, n)),
-        "trials": cell.trials,
-        "implied_score_std": scores.pop("implied_score_std"),
-        "implied_self_score_mean": scores.pop("implied_self_score_mean"),
-    }
-    row.update(stat_fields(measured, stats))
-    if sweep:
-        row["threshold"] = spec.threshold
-        row["limit_max_prob"] = limit_max_prob(spec, law, scaling, n)
-    row.update(freezing_fields(n, row["implied_score_std"],
-                                      iid_small_s(spec, scaling)))
-    row.update(scores)
-    return row
+def vector_parts(spec: Any, law: PairLaw, unit: float, d: int, n: int, scaling: Scaling,
+                 cell: Cell) -> CellParts:
+    """The column groups of one source-2 row; its study adds its statistics between them."""
+    implied, implied_self, scores = score_fields(law, d, scaling, unit, cell,
+                                                 spec.correlation != 0, n)
+    head = CellHead(dim=d, keys=n, scaling=scaling.label, factor=finite(scaling.factor(d, n)),
+                    trials=cell.trials, implied_score_std=implied,
+                    implied_self_score_mean=implied_self)
+    return CellParts(head, Freezing.at(n, implied, iid_small_s(spec, scaling)), scores)
 
 
-
-
-def cell_checks(spec: SaturationFields, d: int, n: int, rows: list[dict[str, Any]],
+def cell_checks(spec: SaturationFields, d: int, n: int, laws: Sequence[ScoreLaw],
                 k: float) -> list[Check]:
     """One check of the score law per cell for the raw scores (every linear rule rescales
     the same draws, so their z is the same number) and one for the cosines."""
     out = []
     seen = set()
-    for scaling, row in zip(spec.scalings, rows, strict=True):
+    for scaling, law in zip(spec.scalings, laws, strict=True):
         own = scaling.norm is not None or scaling.cap is not None
         kind = scaling.label if own else ("cosine" if scaling.cosine else "raw")
         if kind in seen:
             continue
         seen.add(kind)
         what = scaling.label if own else ("cos(q, k)" if scaling.cosine else "q·k")
-        out.append(score_check(f"d={d} n={n} {what}", row, k))
+        out.append(score_check(f"d={d} n={n} {what}", law, k))
     return out
-
-
-
-
-def gaussian_row(spec: Any, n: int, s: float, cell: Cell, measured: Measured,
-                 stats: Mapping[str, str], *, sweep: bool) -> dict[str, Any]:
-    """One source-3 row with the study's statistics (`sweep`: also the threshold)."""
-    row: dict[str, Any] = {"keys": n, "score_std": s, "trials": cell.trials}
-    row.update(stat_fields(measured, stats))
-    if sweep:
-        row["threshold"] = spec.threshold
-    row.update(freezing_fields(n, s, True))
-    return row
-
-

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,18 @@ from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
 from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
+from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
+from sdpa_cli.studies.saturation_rows import (
+    SWEEP_FIELDS,
+    SWEEP_STATS,
+    Freezing,
+    RuleKey,
+    SweepExplicitRow,
+    SweepGaussianRow,
+    SweepStats,
+    SweepVectorRow,
+    stats_of,
+)
 
 EXPLICIT_COLUMNS = (
     Column("scale", "scale"),
@@ -52,24 +63,10 @@ GAUSSIAN_COLUMNS = (
     Column("saturated_fraction", "saturated"),
 )
 
-STATS = {"mean_max_prob": "max_prob", "mean_entropy": "entropy",
-         "saturated_fraction": "saturated", "mean_participation": "participation"}
-_MC = tuple(f for name in STATS for f in (name, f"{name}_se"))
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
 SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
 LEADING_COLUMNS = rtab.LEADING_COLUMNS
-FIELDS = {
-    "leading": rtab.LEADING_FIELDS,
-    "explicit": ("scale", "temperature", "scaling", "dim", "scores", "probs", "max_prob",
-                 "entropy", "effective_keys"),
-    "vectors": ("dim", "keys", "scaling", "factor", "trials", "implied_score_std",
-                "implied_self_score_mean", *_MC, "threshold", "limit_max_prob", "ln_n",
-                "freezing_std", "s_over_freezing", "entropy_small_s", "score_var",
-                "theory_score_var", "score_var_se", "score_var_z", "self_score_mean",
-                "self_score_mean_se", "theory_self_score_mean", "self_score_mean_z"),
-    "gaussian": ("keys", "score_std", "trials", *_MC, "threshold", "ln_n", "freezing_std",
-                 "s_over_freezing", "entropy_small_s", "rem_participation", "rem_gap"),
-}
+FIELDS = SWEEP_FIELDS  # by score source
 
 
 # One bar per key and multiplier, twice: 2000 keys × 60 multipliers took 285 s and 2.6 GB to
@@ -91,34 +88,39 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     figures: list[Figure] = []
     notes: list[str] = []
     tables: list[Table] = []
+    rows: Sequence[Mapping[str, Any]]
     if source == "leading":
-        rows = rtab.leading_rows(spec)
+        leading = rtab.leading_rows(spec)
+        rows = [as_row(r) for r in leading]
         columns: tuple[Column, ...] = LEADING_COLUMNS
-        figures.append(rtab.leading_figure(spec, rows))
+        figures.append(rtab.leading_figure(spec, leading))
         title = "Leading key among n − 1 ties, versus n (exact)"
     elif source == "explicit":
-        rows = _explicit_rows(spec)
+        explicit = _explicit_rows(spec)
+        rows = [as_row(r) for r in explicit]
         columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
         bars = len(spec.scores or []) * len(rows)
         if ctx.figures and bars <= WEIGHTS_FIGURE_MAX_BARS:  # --no-plots: no copy made
-            figures.append(_weights_figure(spec, rows))
+            figures.append(_weights_figure(spec, explicit))
         elif ctx.figures:
             notes.append(f"No weights figure: {len(spec.scores or [])} keys × {len(rows)} "
                          f"multipliers would be {bars} bars (it draws at most "
                          f"{WEIGHTS_FIGURE_MAX_BARS}); the table has every weight.")
         title = "Softmax of explicit scores as they are scaled"
     elif source == "vectors":
-        rows, checks, figures, notes = _vector_run(spec, ctx)
+        vector, checks, figures, notes = _vector_run(spec, ctx)
+        rows = [as_row(r) for r in vector]
         if len(spec.dim_list) >= 3:
             slopes, slope_checks = rtab.slope_table(spec, rows, SLOPE_QUANTITIES,
                                                       spec.se_tolerance)
             tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
-                                SLOPE_COLUMNS, tuple(slopes)))
+                                SLOPE_COLUMNS, tuple(as_row(r) for r in slopes)))
             checks.extend(slope_checks)
-        columns = _vector_columns(spec, rows)
+        columns = _vector_columns(spec, vector)
         title = "Softmax saturation versus d_k, by scaling rule"
     else:
-        rows, checks, figures = _gaussian_run(spec, ctx)
+        gaussian, checks, figures = _gaussian_run(spec, ctx)
+        rows = [as_row(r) for r in gaussian]
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
@@ -131,40 +133,41 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
 # --- source 1 -----------------------------------------------------------------------------
 
 
-def _explicit_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
+def _explicit_rows(spec: SoftmaxSweepSpec) -> list[SweepExplicitRow]:
     z = np.asarray(spec.scores, dtype=float)
     rows = []
     for m in shared.multipliers(spec):
         zz, c = shared.explicit_input(z, m)
         p = softmax(zz, c)
         h = float(entropy(zz, c))
-        rows.append({
-            **shared.explicit_key(spec, m),
-            "temperature": finite(1.0 / m.scale),
-            "scores": [finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
-            "probs": p.tolist(),
-            "max_prob": float(p.max()),
-            "entropy": h,
-            "effective_keys": math.exp(h),
-        })
+        rows.append(SweepExplicitRow(
+            key=shared.explicit_key(spec, m),
+            temperature=finite(1.0 / m.scale),
+            scores=[finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
+            probs=p.tolist(),
+            max_prob=float(p.max()),
+            entropy=h,
+            effective_keys=math.exp(h),
+        ))
     return rows
 
 
-def _label(row: dict[str, Any], rule: Scaling | None, dim: int | None) -> str:
+def _label(row: SweepExplicitRow, rules: Mapping[str, Scaling], dim: int | None) -> str:
+    rule = rules.get(row.key.scaling) if isinstance(row.key, RuleKey) else None
     if rule is not None:
         return divisor_label(rule, dim)
-    return f"×{row['scale']:g}"
+    return f"×{row.key.scale:g}"
 
 
-def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+def _weights_figure(spec: SoftmaxSweepSpec, rows: list[SweepExplicitRow]) -> Figure:
     rules = {s.label: s for s in spec.scalings}
     groups = [{
-        "label": _label(r, rules.get(r.get("scaling") or ""), spec.dim),
-        "probs": r["probs"],
-        "entropy": r["entropy"],
-        "max_prob": r["max_prob"],
+        "label": _label(r, rules, spec.dim),
+        "probs": r.probs,
+        "entropy": r.entropy,
+        "max_prob": r.max_prob,
         # 1 − max weight as the sum of the others: exact even when max weight rounds to 1
-        "others": float(np.sort(r["probs"])[:-1].sum()),
+        "others": float(np.sort(r.probs)[:-1].sum()),
     } for r in rows]
     return Figure(
         "weights_by_scale", "saturation.weights_by_scale",
@@ -180,10 +183,10 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figur
 
 
 def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
-                ) -> tuple[list[dict[str, Any]], list[Check], list[Figure], list[str]]:
+                ) -> tuple[list[SweepVectorRow], list[Check], list[Figure], list[str]]:
     law, unit = law_of(spec)
     k = spec.se_tolerance
-    rows: list[dict[str, Any]] = []
+    rows: list[SweepVectorRow] = []
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
@@ -196,18 +199,19 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
                                       jacobian=False, ctx=ctx, keep_first=want_picture)
             cell_rows = []
             for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-                row = shared.vector_row(spec, law, unit, d, n, scaling, cell, measured, STATS,
-                                        sweep=True)
-                cell_rows.append(row)
+                parts = shared.vector_parts(spec, law, unit, d, n, scaling, cell)
+                cell_rows.append(_vector_row(parts, measured, spec.threshold,
+                                             shared.limit_max_prob(spec, law, scaling, n)))
             rows.extend(cell_rows)
-            checks.extend(shared.cell_checks(spec, d, n, cell_rows, k))
+            checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows], k))
             if spec.additive:
                 add = draws.additive_cell(spec, law, d, n, (i, j), threshold=spec.threshold,
                                            jacobian=False, ctx=ctx)
-                row = shared.additive_row(spec, law, d, n, add, STATS, sweep=True)
+                row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
+                                  spec.threshold, None)
                 rows.append(row)
-                if row["theory_score_var"] is not None:
-                    checks.append(shared.score_check(f"d={d} n={n} additive", row, k))
+                if row.scores.theory_score_var is not None:
+                    checks.append(shared.score_check(f"d={d} n={n} additive", row.scores, k))
             if want_picture:
                 picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
@@ -222,31 +226,38 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
     return rows, checks, figures, notes
 
 
-def _vector_columns(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> tuple:
+def _vector_row(parts: shared.CellParts, measured: draws.Measured, threshold: float | None,
+                limit: float | None) -> SweepVectorRow:
+    return SweepVectorRow(head=parts.head, stats=stats_of(SweepStats, measured, SWEEP_STATS),
+                          threshold=threshold, limit_max_prob=limit, freezing=parts.freezing,
+                          scores=parts.scores)
+
+
+def _vector_columns(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> tuple:
     """The handful of columns for the terminal; the aligned-keys story adds two."""
     extra = []
     if spec.correlation != 0:
         extra.append(Column("implied_self_score_mean", "self score"))
-    if any(r["limit_max_prob"] is not None for r in rows):
+    if any(r.limit_max_prob is not None for r in rows):
         extra.append(Column("limit_max_prob", "d→∞ max weight"))
     return (*VECTOR_COLUMNS[:5], *extra, *VECTOR_COLUMNS[5:])
 
 
-def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> Figure:
     curves = []
     for n in spec.key_list:
         for label, formula in shared.curve_labels(spec):
-            pts = [r for r in rows if r["keys"] == n and r["scaling"] == label]
+            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
             curves.append({
                 "keys": n, "scaling": label, "formula": formula,
-                "dims": [r["dim"] for r in pts],
-                "mean_max_prob": [r["mean_max_prob"] for r in pts],
-                "mean_max_prob_se": [r["mean_max_prob_se"] for r in pts],
-                "mean_entropy": [r["mean_entropy"] for r in pts],
-                "mean_entropy_se": [r["mean_entropy_se"] for r in pts],
-                "implied_score_std": [r["implied_score_std"] for r in pts],
-                "limit_max_prob": pts[0]["limit_max_prob"] if pts else None,
-                "implied_self_score_mean": [r["implied_self_score_mean"] for r in pts]
+                "dims": [r.head.dim for r in pts],
+                "mean_max_prob": [r.stats.mean_max_prob for r in pts],
+                "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
+                "mean_entropy": [r.stats.mean_entropy for r in pts],
+                "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
+                "implied_score_std": [r.head.implied_score_std for r in pts],
+                "limit_max_prob": pts[0].limit_max_prob if pts else None,
+                "implied_self_score_mean": [r.head.implied_self_score_mean for r in pts]
                 if spec.correlation != 0 else None,
             })
     return Figure(
@@ -320,46 +331,53 @@ def _picture_base(first: Mapping[str, np.ndarray], v: draws.Variant) -> np.ndarr
 
 
 def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext
-                  ) -> tuple[list[dict[str, Any]], list[Check], list[Figure]]:
-    rows: list[dict[str, Any]] = []
+                  ) -> tuple[list[SweepGaussianRow], list[Check], list[Figure]]:
+    rows: list[SweepGaussianRow] = []
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
     for j, n in enumerate(spec.key_list):
         cell = draws.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
                                     ctx=ctx)
         for s, measured in zip(stds, cell.measured, strict=True):
-            row = shared.gaussian_row(spec, n, s, cell, measured, STATS, sweep=True)
+            stats = stats_of(SweepStats, measured, SWEEP_STATS)
             # the random-energy model's large-n E[Σp²], and how far this finite n is from it
-            row["rem_participation"] = rem_participation(n, s)
-            row["rem_gap"] = finite(row["mean_participation"] - row["rem_participation"])
-            rows.append(row)
+            rem = rem_participation(n, s)
+            rows.append(SweepGaussianRow(
+                keys=n, score_std=s, trials=cell.trials, stats=stats,
+                threshold=spec.threshold, freezing=Freezing.at(n, s, True),
+                rem_participation=rem, rem_gap=finite(stats.mean_participation - rem)
+                if stats.mean_participation is not None else None))  # Σp² ∈ [1/n, 1]: never
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
     return rows, checks, [_vs_std_figure(spec, rows), _rem_figure(spec, rows)]
 
 
-def _rem_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
-    curves = [{"keys": n, "threshold": rem_threshold(n),
-               **{f: [r[f] for r in rows if r["keys"] == n]
-                  for f in ("score_std", "mean_participation", "mean_participation_se",
-                            "rem_participation")}} for n in spec.key_list]
+def _rem_figure(spec: SoftmaxSweepSpec, rows: list[SweepGaussianRow]) -> Figure:
+    curves = []
+    for n in spec.key_list:
+        pts = [r for r in rows if r.keys == n]
+        curves.append({"keys": n, "threshold": rem_threshold(n),
+                       "score_std": [r.score_std for r in pts],
+                       "mean_participation": [r.stats.mean_participation for r in pts],
+                       "mean_participation_se": [r.stats.mean_participation_se for r in pts],
+                       "rem_participation": [r.rem_participation for r in pts]})
     return Figure("rem_participation", "rules.rem_participation",
                   "Σp² of random scores against the random-energy-model limit",
                   {"curves": curves, "trials": spec.trials, "se_k": 2.0})
 
 
-def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[dict[str, Any]]) -> Figure:
+def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[SweepGaussianRow]) -> Figure:
     curves = []
     grid = np.geomspace(min(spec.score_stds or [1]) / 1.2, max(spec.score_stds or [1]) * 1.2,
                         200)
     for n in spec.key_list:
-        pts = [r for r in rows if r["keys"] == n]
+        pts = [r for r in rows if r.keys == n]
         curves.append({
             "keys": n,
-            "score_std": [r["score_std"] for r in pts],
-            "mean_max_prob": [r["mean_max_prob"] for r in pts],
-            "mean_max_prob_se": [r["mean_max_prob_se"] for r in pts],
-            "mean_entropy": [r["mean_entropy"] for r in pts],
-            "mean_entropy_se": [r["mean_entropy_se"] for r in pts],
+            "score_std": [r.score_std for r in pts],
+            "mean_max_prob": [r.stats.mean_max_prob for r in pts],
+            "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
+            "mean_entropy": [r.stats.mean_entropy for r in pts],
+            "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
             "freezing": sat.freezing_std(n),
             "ln_n": math.log(n),
             "grid": grid.tolist(),

@@ -19,8 +19,9 @@ from sdpa_cli.studies import train_findings as findings
 from sdpa_cli.studies.audit import selector_problem
 from sdpa_cli.studies.common import assemble, finite
 from sdpa_cli.studies.context import SERIAL, RunContext
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table
+from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row, row_fields
 from sdpa_cli.studies.score_cells import lookup
+from sdpa_cli.studies.train_rows import SensitivityRow, TrainRow
 
 COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
@@ -38,12 +39,7 @@ COLUMNS = (
     Column("grad_wq_init", "‖∂L/∂W_Q‖ at step 1", priority=3),
     Column("diverged", "diverged", "int", priority=2),
 )
-FIELDS = ("dim", "scaling", "factor", "optimiser", "lr", "seeds", "steps", "target_accuracy",
-          "reached", "never", "steps_to_target_median", "steps_to_target_lo",
-          "steps_to_target_hi", "final_loss_median", "final_loss_lo", "final_loss_hi",
-          "final_accuracy_median", "chance_loss", "entropy_init", "entropy_final",
-          "max_score_init", "max_score_final", "grad_wq_init", "grad_wk_init",
-          "grad_wq_final", "grad_wk_final", "diverged")
+FIELDS = row_fields(TrainRow)
 SENSITIVITY_COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
     Column("scaling", "scaling", "text", priority=0),
@@ -118,20 +114,21 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
     for (c, _), log in zip(plan, logs, strict=True):
         by_config.setdefault(c, []).append(log)
     chance = math.log(spec.vocab)
-    rows = [_row(spec, c, runs, chance) for c, runs in by_config.items()]
-    sens = sensitivity_rows(rows, chance)
-    claims, sentences = findings.audit_claims(spec, rows, sens)
-    figures = _figures(spec, by_config, rows, sens) if ctx.figures else []
+    typed = [_row(spec, c, runs, chance) for c, runs in by_config.items()]
+    rows = [as_row(r) for r in typed]
+    sens = sensitivity_rows(typed, chance)
+    claims, sentences = findings.audit_claims(spec, typed, sens)
+    figures = _figures(spec, by_config, typed, sens) if ctx.figures else []
     result = assemble(
         spec, study="train", title="Associative recall trained with and without scaling",
         table=Table("train", "Steps to target accuracy and final loss per configuration",
                     COLUMNS, tuple(rows)),
-        checks=_checks(spec, rows), lookup=lookup(rows), theory=_theory(spec),
+        checks=_checks(spec, typed), lookup=lookup(rows), theory=_theory(spec),
         notes=[*sentences, *_notes(spec)], figures=figures,
         tables=[Table("sensitivity", "Learning-rate sensitivity per rule (Wortsman et al. "
-                      "2023)", SENSITIVITY_COLUMNS, tuple(sens)),
+                      "2023)", SENSITIVITY_COLUMNS, tuple(as_row(x) for x in sens)),
                 Table("claims", "The documents' claims about training, audited",
-                      findings.CLAIM_COLUMNS, tuple(claims))])
+                      findings.CLAIM_COLUMNS, tuple(as_row(c) for c in claims))])
     curves = [{"dim": c.dim, "scaling": c.scaling.label, "optimiser": c.optimiser, "lr": c.lr,
                **_median_curves(runs)} for c, runs in by_config.items()]
     return Result(**{**vars(result), "extra": {"curves": curves}})
@@ -143,7 +140,7 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 
 def _row(spec: TrainSpec, c: Config, runs: list[recall.TrainLog], chance: float
-         ) -> dict[str, Any]:
+         ) -> TrainRow:
     reach = [recall.steps_to_reach(log, spec.target_accuracy) for log in runs]
     hit = sorted(r for r in reach if r is not None)
     # Median with "never" as +∞: defined while at least half the seeds reached the target.
@@ -158,27 +155,27 @@ def _row(spec: TrainSpec, c: Config, runs: list[recall.TrainLog], chance: float
     def last(name: str) -> float | None:
         return _median([_last(log, name) for log in runs])
 
-    return {
-        "dim": c.dim, "scaling": c.scaling.label, "factor": c.scaling.factor(c.dim, spec.pairs + 1),
-        "optimiser": c.optimiser, "lr": c.lr, "seeds": len(runs), "steps": spec.steps,
-        "target_accuracy": spec.target_accuracy,
-        "reached": len(hit), "never": len(runs) - len(hit),
-        "steps_to_target_median": med if math.isfinite(med) else None,
+    return TrainRow(
+        dim=c.dim, scaling=c.scaling.label, factor=c.scaling.factor(c.dim, spec.pairs + 1),
+        optimiser=c.optimiser, lr=c.lr, seeds=len(runs), steps=spec.steps,
+        target_accuracy=spec.target_accuracy,
+        reached=len(hit), never=len(runs) - len(hit),
+        steps_to_target_median=med if math.isfinite(med) else None,
         # smallest and largest over seeds: an interval for the median with coverage
         # 1 − 2^(1−seeds) (75% for 3 seeds, 94% for 5); hi is None if a seed never reached it
-        "steps_to_target_lo": float(hit[0]) if hit else None,
-        "steps_to_target_hi": float(hit[-1]) if len(hit) == len(runs) else None,
-        "final_loss_median": _median(final),
-        "final_loss_lo": min(finite_final) if finite_final else None,
-        "final_loss_hi": max(finite_final) if len(finite_final) == len(final) else None,
-        "final_accuracy_median": last("accuracy"),
-        "chance_loss": chance,
-        "entropy_init": first("entropy"), "entropy_final": last("entropy"),
-        "max_score_init": first("max_score"), "max_score_final": last("max_score"),
-        "grad_wq_init": first("grad_wq"), "grad_wk_init": first("grad_wk"),
-        "grad_wq_final": last("grad_wq"), "grad_wk_final": last("grad_wk"),
-        "diverged": sum(log.diverged_at is not None for log in runs),
-    }
+        steps_to_target_lo=float(hit[0]) if hit else None,
+        steps_to_target_hi=float(hit[-1]) if len(hit) == len(runs) else None,
+        final_loss_median=_median(final),
+        final_loss_lo=min(finite_final) if finite_final else None,
+        final_loss_hi=max(finite_final) if len(finite_final) == len(final) else None,
+        final_accuracy_median=last("accuracy"),
+        chance_loss=chance,
+        entropy_init=first("entropy"), entropy_final=last("entropy"),
+        max_score_init=first("max_score"), max_score_final=last("max_score"),
+        grad_wq_init=first("grad_wq"), grad_wk_init=first("grad_wk"),
+        grad_wq_final=last("grad_wq"), grad_wk_final=last("grad_wk"),
+        diverged=sum(log.diverged_at is not None for log in runs),
+    )
 
 
 def _last(log: recall.TrainLog, name: str) -> float | None:
@@ -188,36 +185,41 @@ def _last(log: recall.TrainLog, name: str) -> float | None:
     return finite(log.series[name][-1])
 
 
-def sensitivity_rows(rows: list[dict[str, Any]], chance: float) -> list[dict[str, Any]]:
+def sensitivity_rows(rows: list[TrainRow], chance: float) -> list[SensitivityRow]:
     """Wortsman et al. (2023): the mean over the rate sweep of min(final loss, loss at chance)
     − the best final loss of the sweep; a diverged rate counts as chance."""
     out = []
-    keys = dict.fromkeys((r["dim"], r["scaling"], r["optimiser"]) for r in rows)
+    keys = dict.fromkeys((r.dim, r.scaling, r.optimiser) for r in rows)
     for dim, scaling, opt in keys:
-        group = sorted((r for r in rows if (r["dim"], r["scaling"], r["optimiser"]) ==
-                        (dim, scaling, opt)), key=lambda r: r["lr"])
-        clipped = [min(r["final_loss_median"], chance) if r["final_loss_median"] is not None
+        group = sorted((r for r in rows if (r.dim, r.scaling, r.optimiser) ==
+                        (dim, scaling, opt)), key=lambda r: r.lr)
+        clipped = [min(r.final_loss_median, chance) if r.final_loss_median is not None
                    else chance for r in group]
         best = int(np.argmin(clipped))
-        out.append({
-            "dim": dim, "scaling": scaling, "optimiser": opt, "rates": len(group),
-            "best_lr": group[best]["lr"], "best_final_loss": clipped[best],
-            # the best rate is the sweep's smallest or largest: the optimum may lie beyond it
-            "best_at_edge": len(group) > 1 and best in (0, len(group) - 1),
-            "lr_sensitivity": float(np.mean(clipped) - clipped[best]),
-            "final_loss_by_lr": clipped, "lrs": [r["lr"] for r in group],
-        })
+        out.append(SensitivityRow(
+            dim=dim, scaling=scaling, optimiser=opt, rates=len(group),
+            best_lr=group[best].lr, best_final_loss=clipped[best],
+            best_at_edge=len(group) > 1 and best in (0, len(group) - 1),
+            lr_sensitivity=float(np.mean(clipped) - clipped[best]),
+            final_loss_by_lr=clipped, lrs=[r.lr for r in group],
+        ))
     return out
 
 
-def _checks(spec: TrainSpec, rows: list[dict[str, Any]]) -> list[Check]:
-    full = [r for r in rows if r["reached"] == r["seeds"]]
+def _fastest(row: TrainRow) -> float:
+    """The median steps of a row whose every seed reached the target (so it is finite)."""
+    assert row.steps_to_target_median is not None
+    return row.steps_to_target_median
+
+
+def _checks(spec: TrainSpec, rows: list[TrainRow]) -> list[Check]:
+    full = [r for r in rows if r.reached == r.seeds]
     if full:
-        best = min(full, key=lambda r: r["steps_to_target_median"])
+        best = min(full, key=_fastest)
         detail = (f"{len(full)} of {len(rows)} configurations reach {spec.target_accuracy:g} "
-                  f"accuracy in every seed; fastest: d_k = {best['dim']}, {best['scaling']}, "
-                  f"{best['optimiser']} lr {best['lr']:g}, median "
-                  f"{best['steps_to_target_median']:g} steps")
+                  f"accuracy in every seed; fastest: d_k = {best.dim}, {best.scaling}, "
+                  f"{best.optimiser} lr {best.lr:g}, median "
+                  f"{_fastest(best):g} steps")
     else:
         detail = (f"no configuration reaches {spec.target_accuracy:g} accuracy in every seed "
                   f"within {spec.steps} steps: the task is not learnt, so the runs compare "
@@ -264,10 +266,10 @@ def _median_curves(runs: list[recall.TrainLog]) -> dict[str, Any]:
 
 
 def _figures(spec: TrainSpec, by_config: dict[Config, list[recall.TrainLog]],
-             rows: list[dict[str, Any]], sens: list[dict[str, Any]]) -> list[Figure]:
+             rows: list[TrainRow], sens: list[SensitivityRow]) -> list[Figure]:
     chance = math.log(spec.vocab)
     # each rule's curves at its best rate: the one the sensitivity table and the claims name
-    best_lr = {(x["dim"], x["scaling"], x["optimiser"]): x["best_lr"] for x in sens}
+    best_lr = {(x.dim, x.scaling, x.optimiser): x.best_lr for x in sens}
     best = [c for c in by_config if best_lr[(c.dim, c.scaling.label, c.optimiser)] == c.lr]
     curves = [{"dim": c.dim, "scaling": c.scaling.label, "formula": c.scaling.formula,
                "optimiser": c.optimiser, "lr": c.lr, **_median_curves(by_config[c])}
@@ -283,8 +285,9 @@ def _figures(spec: TrainSpec, by_config: dict[Config, list[recall.TrainLog]],
                    "Query-row attention entropy and largest |score| while training",
                    {**base, "curves": curves, "keys": spec.pairs + 1})]
     if any(len(v) > 1 for v in spec.rates.values()):
-        points = [{k: r[k] for k in ("dim", "scaling", "optimiser", "lr", "final_loss_median",
-                                     "final_loss_lo", "final_loss_hi")} for r in rows]
+        points = [{"dim": r.dim, "scaling": r.scaling, "optimiser": r.optimiser, "lr": r.lr,
+                   "final_loss_median": r.final_loss_median, "final_loss_lo": r.final_loss_lo,
+                   "final_loss_hi": r.final_loss_hi} for r in rows]
         figs.append(Figure("loss_vs_lr", "train.loss_vs_lr",
                            "Final loss versus learning rate, per rule",
                            {**base, "points": points}))

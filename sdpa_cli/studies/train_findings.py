@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from sdpa_cli.numerics import recall
 from sdpa_cli.spec.train import TrainSpec
 from sdpa_cli.studies.result import Column
+from sdpa_cli.studies.train_rows import ClaimRow, SensitivityRow, TrainRow
 
 CLAIM_COLUMNS = (
     Column("source", "source", "text", priority=1),
@@ -29,29 +29,36 @@ def _reference(spec: TrainSpec) -> str | None:
     return others[0] if others else None
 
 
-def _best(rows: list[dict[str, Any]], sens: list[dict[str, Any]], dim: int, rule: str,
-          opt: str) -> dict[str, Any]:
+def _best(rows: list[TrainRow], sens: list[SensitivityRow], dim: int, rule: str,
+          opt: str) -> TrainRow:
     """The row of this (d_k, rule, optimiser) at its best rate."""
-    s = next(x for x in sens if (x["dim"], x["scaling"], x["optimiser"]) == (dim, rule, opt))
-    return next(r for r in rows if (r["dim"], r["scaling"], r["optimiser"], r["lr"]) ==
-                (dim, rule, opt, s["best_lr"]))
+    s = _sweep(sens, dim, rule, opt)
+    return next(r for r in rows if (r.dim, r.scaling, r.optimiser, r.lr) ==
+                (dim, rule, opt, s.best_lr))
 
 
-def compare(a: dict[str, Any], b: dict[str, Any]) -> int:
+def _sweep(sens: list[SensitivityRow], dim: int, rule: str, opt: str) -> SensitivityRow:
+    return next(x for x in sens if (x.dim, x.scaling, x.optimiser) == (dim, rule, opt))
+
+
+def compare(a: TrainRow, b: TrainRow) -> int:
     """+1 when row a trained worse than row b, −1 better, 0 no clear difference. Worse: fewer
     seeds reached the target, or every seed's final loss of a lies above every seed's of b
     (the ranges over seeds do not overlap), or both reached it in every seed and a's fastest
     seed was slower than b's slowest."""
-    if a["reached"] != b["reached"]:
-        return 1 if a["reached"] < b["reached"] else -1
-    if a["reached"] == a["seeds"] and b["reached"] == b["seeds"]:
-        if a["steps_to_target_lo"] > b["steps_to_target_hi"]:
+    if a.reached != b.reached:
+        return 1 if a.reached < b.reached else -1
+    if a.reached == a.seeds and b.reached == b.seeds:
+        # every seed reached the target, so lo and hi are both set
+        lo_a, hi_a = _loss(a.steps_to_target_lo), _loss(a.steps_to_target_hi)
+        lo_b, hi_b = _loss(b.steps_to_target_lo), _loss(b.steps_to_target_hi)
+        if lo_a > hi_b:
             return 1
-        if b["steps_to_target_lo"] > a["steps_to_target_hi"]:
+        if lo_b > hi_a:
             return -1
         return 0
-    la, ha, lb, hb = (_loss(a, "final_loss_lo"), _loss(a, "final_loss_hi"),
-                      _loss(b, "final_loss_lo"), _loss(b, "final_loss_hi"))
+    la, ha, lb, hb = (_loss(a.final_loss_lo), _loss(a.final_loss_hi),
+                      _loss(b.final_loss_lo), _loss(b.final_loss_hi))
     if la > hb:
         return 1
     if lb > ha:
@@ -59,34 +66,34 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> int:
     return 0
 
 
-def _loss(row: dict[str, Any], key: str) -> float:
-    v = row[key]
+def _loss(v: float | None) -> float:
+    """A value of the row, +∞ where it is missing (never reached, or diverged)."""
     return math.inf if v is None else float(v)
 
 
-def _steps(row: dict[str, Any]) -> str:
-    if row["reached"] == 0:
-        return f"never (0/{row['seeds']} seeds)"
-    med = row["steps_to_target_median"]
+def _steps(row: TrainRow) -> str:
+    if row.reached == 0:
+        return f"never (0/{row.seeds} seeds)"
+    med = row.steps_to_target_median
     shown = f"median {med:g} steps" if med is not None else "median beyond the run"
-    return f"{shown} ({row['reached']}/{row['seeds']} seeds)"
+    return f"{shown} ({row.reached}/{row.seeds} seeds)"
 
 
-def _loss_text(row: dict[str, Any]) -> str:
-    v = row["final_loss_median"]
+def _loss_text(row: TrainRow) -> str:
+    v = row.final_loss_median
     return "diverged" if v is None else f"{v:.3g}"
 
 
-def audit_claims(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[str, Any]]
-                 ) -> tuple[list[dict[str, Any]], list[str]]:
+def audit_claims(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow]
+                 ) -> tuple[list[ClaimRow], list[str]]:
     """(claim rows, one plain sentence per finding)."""
     ref = _reference(spec)
     labels = [s.label for s in spec.scalings]
     if "none" not in labels or ref is None:
         why = "not tested: the spec must run scaling none and at least one scaled rule"
-        return [{"source": f"{D1}, Empirical Validation",
-                 "claim": "training becomes unstable for large d_k", "verdict": "not tested",
-                 "evidence": why}], [why + "."]
+        return [ClaimRow(source=f"{D1}, Empirical Validation",
+                         claim="training becomes unstable for large d_k", verdict="not tested",
+                         evidence=why)], [why + "."]
     dims = sorted(spec.dims)
     big, small = dims[-1], dims[0]
     target = f"{spec.target_accuracy:g} accuracy"
@@ -102,8 +109,8 @@ def audit_claims(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[st
                                     _best(rows, sens, big, ref, opt))
         sentences.append(f"{opt.upper()} (best rate of each rule) steps to {target} within "
                          f"{spec.steps} steps — " + "; ".join(parts) + ".")
-    counts = {rule: (sum(r["diverged"] for r in rows if r["scaling"] == rule),
-                     sum(r["seeds"] for r in rows if r["scaling"] == rule))
+    counts = {rule: (sum(r.diverged for r in rows if r.scaling == rule),
+                     sum(r.seeds for r in rows if r.scaling == rule))
               for rule in ("none", ref)}
     sentences.append(
         f"Runs that diverged (loss not finite or above {recall.DIVERGED_ABOVE:g}·ln V), over all "
@@ -118,14 +125,13 @@ def audit_claims(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[st
     claims.append(_stable_claim(spec, rows, sens, ref, dims))
     claims.append(_lr_claim(spec, rows, sens, ref, big))
     verdicts = ", ".join(f"{o}: {_word(v)}" for o, v in worse_at_big.items())
-    claims.append({
-        "source": f"{D1}, Empirical Validation", "claim": "\"ablation studies confirm\"",
-        "verdict": "no study cited",
-        "evidence": f"the document names no ablation; this run is one (d_k = {small}…{big}, "
-                    f"{spec.seeds} seeds): unscaled vs {ref} at d_k = {big} — {verdicts}"})
+    claims.append(ClaimRow(
+        source=f"{D1}, Empirical Validation", claim="\"ablation studies confirm\"",
+        verdict="no study cited",
+        evidence=f"the document names no ablation; this run is one (d_k = {small}…{big}, "
+                 f"{spec.seeds} seeds): unscaled vs {ref} at d_k = {big} — {verdicts}"))
     for c in claims:
-        sentences.append(f"Claim {c['claim']} ({c['source']}): {c['verdict']}"
-                         f" — {c['evidence']}.")
+        sentences.append(f"Claim {c.claim} ({c.source}): {c.verdict} — {c.evidence}.")
     return claims, sentences
 
 
@@ -135,7 +141,7 @@ def _word(v: int) -> str:
 
 
 def _instability_claim(spec: TrainSpec, worse: dict[str, int], big: int, ref: str, *,
-                       blew_up: bool) -> dict[str, Any]:
+                       blew_up: bool) -> ClaimRow:
     n_worse = sum(v == 1 for v in worse.values())
     verdict = ("holds" if n_worse == len(worse) else "fails" if n_worse == 0 else
                "holds for " + ", ".join(o for o, v in worse.items() if v == 1) + " only")
@@ -144,70 +150,67 @@ def _instability_claim(spec: TrainSpec, worse: dict[str, int], big: int, ref: st
         verdict += " as 'trains worse' (stalls; no more divergence than scaled)"
     evidence = f"at d_k = {big}, unscaled vs {ref} (best rate each): " + "; ".join(
         f"{o}: {_word(v)}" for o, v in worse.items())
-    return {"source": f"{D1}, Empirical Validation; {D0}, Implementation Comparison",
-            "claim": "\"training becomes unstable for large d_k\"", "verdict": verdict,
-            "evidence": evidence + " (worse: fewer seeds reach the target, or the seed ranges "
-                        "of steps or final loss do not overlap)"}
+    return ClaimRow(source=f"{D1}, Empirical Validation; {D0}, Implementation Comparison",
+                    claim="\"training becomes unstable for large d_k\"", verdict=verdict,
+                    evidence=evidence + " (worse: fewer seeds reach the target, or the seed "
+                             "ranges of steps or final loss do not overlap)")
 
 
-def _collapse_claim(rows: list[dict[str, Any]], big: int, keys: int) -> dict[str, Any]:
-    init = [r["entropy_init"] for r in rows if r["scaling"] == "none" and r["dim"] == big
-            and r["entropy_init"] is not None]
+def _collapse_claim(rows: list[TrainRow], big: int, keys: int) -> ClaimRow:
+    init = [r.entropy_init for r in rows if r.scaling == "none" and r.dim == big
+            and r.entropy_init is not None]
     ln_n = math.log(keys)
+    claim = "\"attention patterns collapse to near-uniform or one-hot\""
     if not init:
-        return {"source": f"{D1}, Empirical Validation", "claim": "\"attention patterns "
-                "collapse to near-uniform or one-hot\"", "verdict": "not measured",
-                "evidence": "no finite entropy was logged"}
+        return ClaimRow(source=f"{D1}, Empirical Validation", claim=claim,
+                        verdict="not measured", evidence="no finite entropy was logged")
     h = max(init)  # step 1 is the same for every optimiser and rate of a seed
     verdict = "holds (one-hot)" if h < ONE_HOT * ln_n else "does not hold at this d_k"
-    return {"source": f"{D1}, Empirical Validation",
-            "claim": "\"attention patterns collapse to near-uniform or one-hot\"",
-            "verdict": verdict,
-            "evidence": f"unscaled, d_k = {big}: the query row's entropy at step 1 "
-                        f"(median over seeds) is {h:.3g} nats against ln n = {ln_n:.3g} for "
-                        "uniform weights"}
+    return ClaimRow(source=f"{D1}, Empirical Validation", claim=claim, verdict=verdict,
+                    evidence=f"unscaled, d_k = {big}: the query row's entropy at step 1 "
+                             f"(median over seeds) is {h:.3g} nats against ln n = {ln_n:.3g} "
+                             "for uniform weights")
 
 
-def _stable_claim(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[str, Any]],
-                  ref: str, dims: list[int]) -> dict[str, Any]:
+def _stable_claim(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow],
+                  ref: str, dims: list[int]) -> ClaimRow:
     failed = [(opt, d) for opt in spec.rates for d in dims
-              if _best(rows, sens, d, ref, opt)["reached"] < spec.seeds]
-    return {"source": f"{D0}, Implementation Comparison",
-            "claim": "scaled attention: \"stable for any d_k\"",
-            "verdict": "holds over these d_k" if not failed else "fails somewhere",
-            "evidence": (f"{ref} reached the target in every seed at every d_k for every "
-                         "optimiser" if not failed else f"{ref} missed the target in some seed "
-                         "at " + ", ".join(f"{o} d_k = {d}" for o, d in failed))}
+              if _best(rows, sens, d, ref, opt).reached < spec.seeds]
+    return ClaimRow(source=f"{D0}, Implementation Comparison",
+                    claim="scaled attention: \"stable for any d_k\"",
+                    verdict="holds over these d_k" if not failed else "fails somewhere",
+                    evidence=(f"{ref} reached the target in every seed at every d_k for every "
+                              "optimiser" if not failed else f"{ref} missed the target in some "
+                              "seed at " + ", ".join(f"{o} d_k = {d}" for o, d in failed)))
 
 
-def _lr_claim(spec: TrainSpec, rows: list[dict[str, Any]], sens: list[dict[str, Any]],
-              ref: str, big: int) -> dict[str, Any]:
-    claim = {"source": f"{D1}, Low Learning Rates",
-             "claim": "unscaled attention \"requires much smaller learning rates\""}
+def _lr_claim(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow],
+              ref: str, big: int) -> ClaimRow:
+    source = f"{D1}, Low Learning Rates"
+    claim = "unscaled attention \"requires much smaller learning rates\""
     swept = [o for o, r in spec.rates.items() if len(r) > 1]
     if not swept:
-        return {**claim, "verdict": "not tested",
-                "evidence": "one learning rate per optimiser; the lr sweep spec tests it"}
+        return ClaimRow(source=source, claim=claim, verdict="not tested",
+                        evidence="one learning rate per optimiser; the lr sweep spec tests it")
     parts, smaller = [], 0
     for opt in swept:
-        a = next(s for s in sens if (s["dim"], s["scaling"], s["optimiser"]) == (big, "none",
-                                                                                  opt))
-        b = next(s for s in sens if (s["dim"], s["scaling"], s["optimiser"]) == (big, ref, opt))
-        smaller += a["best_lr"] < b["best_lr"]
-        edge = [x for x, s in (("unscaled", a), (ref, b)) if s["best_at_edge"]]
+        a, b = _sweep(sens, big, "none", opt), _sweep(sens, big, ref, opt)
+        smaller += a.best_lr < b.best_lr
+        edge = [x for x, s in (("unscaled", a), (ref, b)) if s.best_at_edge]
         note = f" (best at the sweep's edge for {', '.join(edge)})" if edge else ""
-        parts.append(f"{opt}: best lr {a['best_lr']:g} unscaled vs {b['best_lr']:g} {ref}{note}; "
-                     f"lr sensitivity {a['lr_sensitivity']:.3g} vs {b['lr_sensitivity']:.3g}")
+        parts.append(f"{opt}: best lr {a.best_lr:g} unscaled vs {b.best_lr:g} {ref}{note}; "
+                     f"lr sensitivity {a.lr_sensitivity:.3g} vs {b.lr_sensitivity:.3g}")
     verdict = ("holds" if smaller == len(swept) else "fails" if smaller == 0 else "mixed")
-    return {**claim, "verdict": verdict, "evidence": f"d_k = {big}: " + "; ".join(parts)}
+    return ClaimRow(source=source, claim=claim, verdict=verdict,
+                    evidence=f"d_k = {big}: " + "; ".join(parts))
 
 
-def _gradient_sentence(rows: list[dict[str, Any]], big: int, ref: str) -> str:
+def _gradient_sentence(rows: list[TrainRow], big: int, ref: str) -> str:
     """Did the unscaled head start with a vanishing gradient on W_Q? (Same weights, same
     batches: step 1 is identical across optimisers and rates, so any row of the rule will do.)"""
     def at_start(rule: str) -> tuple[float | None, float | None, float | None]:
-        r = next(x for x in rows if (x["dim"], x["scaling"]) == (big, rule))
-        return r["grad_wq_init"], r["grad_wk_init"], r["entropy_init"]
+        r = next(x for x in rows if (x.dim, x.scaling) == (big, rule))
+        return r.grad_wq_init, r.grad_wk_init, r.entropy_init
 
     (qa, ka, ea), (qb, kb, eb) = at_start("none"), at_start(ref)
     if None in (qa, ka, qb, kb, ea, eb):

@@ -14,7 +14,7 @@ import numpy as np
 
 from sdpa_cli.spec.worked import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
 from sdpa_cli.studies.audit import audit_check, run_audit
-from sdpa_cli.studies.result import AuditEntry, Check, Figure, Panel, Result, Table
+from sdpa_cli.studies.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
 from sdpa_cli.studies.worked.reconcile import (
     documented_problem,
     explain_by_printed_divisor,
@@ -48,7 +48,7 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
     check = audit_check(audit)
     if check:
         checks.append(check)
-    rows = [row for r in runs.values() for row in r.rows]
+    rows = [as_row(row) for r in runs.values() for row in r.rows]
     panels = [p for r in runs.values() for p in r.panels]
     notes = [n for r in runs.values() for n in r.notes]
     sums = sum_findings(spec)

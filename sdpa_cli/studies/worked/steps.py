@@ -46,6 +46,18 @@ BARE_VARIANCE = re.compile(r"^((?:printed\.|from_weights\.)?variance\.[a-z_]+)$"
 WEIGHT_ROW = re.compile(r"^(?:printed\.|from_weights\.)?(?:unscaled_)?weights$")
 
 
+@dataclass(frozen=True)
+class StepRow:
+    """One entry of one step of a part (long format): i, j are None for a scalar or vector."""
+
+    part: str
+    step: str
+    i: int | None
+    j: int | None
+    value: float | None  # None: not finite
+    expansion: str  # how the entry was computed, where the board shows it
+
+
 @dataclass
 class PartRun:
     """Everything one part computes: the audit's quantities, table rows, panels, notes."""
@@ -53,7 +65,7 @@ class PartRun:
     part: Part
     quantities: dict[str, Any]  # quantity name → float, np.ndarray or None
     steps: dict[str, Any] = field(default_factory=dict)  # main steps, for `steps` in JSON
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[StepRow] = field(default_factory=list)
     panels: list[Panel] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     figure: dict[str, Any] | None = None
@@ -203,10 +215,10 @@ def quantities_of(r: Replay) -> dict[str, Any]:
     return qty
 
 
-def attention_rows(r: Replay, qty: dict[str, Any], show_exp: bool) -> list[dict[str, Any]]:
+def attention_rows(r: Replay, qty: dict[str, Any], show_exp: bool) -> list[StepRow]:
     """The long-format rows: every entry of every step, expansions where there is one."""
     name = r.part.name
-    out: list[dict[str, Any]] = []
+    out: list[StepRow] = []
 
     def add(step: str, value: Any, text: Callable[[int, int], str] | None = None) -> None:
         arr = np.asarray(value, dtype=float)
@@ -257,6 +269,6 @@ def attention_rows(r: Replay, qty: dict[str, Any], show_exp: bool) -> list[dict[
 
 
 def table_row(part: str, step: str, i: int | None, j: int | None, value: float, text: str
-         ) -> dict[str, Any]:
-    return {"part": part, "step": step, "i": i, "j": j,
-            "value": value if math.isfinite(value) else None, "expansion": text}
+              ) -> StepRow:
+    return StepRow(part=part, step=step, i=i, j=j,
+                   value=value if math.isfinite(value) else None, expansion=text)
