@@ -17,6 +17,7 @@ from sdpa_cli.spec.score_sources import JacobianSpec
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
+from sdpa_cli.studies import score_text
 from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
@@ -134,8 +135,8 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=True),
-                    expect=shared.expect_lines(spec, jacobian=True),
+                    lookup=shared.lookup(rows), theory=score_text.theory_lines(spec, jacobian=True),
+                    expect=score_text.expect_lines(spec, jacobian=True),
                     notes=notes, figures=figures, tables=tables)
 
 

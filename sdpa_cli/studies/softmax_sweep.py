@@ -18,6 +18,7 @@ from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
+from sdpa_cli.studies import score_text
 from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
@@ -125,8 +126,9 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
                     table=Table("softmax", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows), theory=shared.theory_lines(spec, jacobian=False),
-                    expect=shared.expect_lines(spec, jacobian=False),
+                    lookup=shared.lookup(rows),
+                    theory=score_text.theory_lines(spec, jacobian=False),
+                    expect=score_text.expect_lines(spec, jacobian=False),
                     notes=notes, figures=figures, tables=tables)
 
 
