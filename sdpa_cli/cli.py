@@ -371,21 +371,34 @@ def _click_line(e: click.ClickException) -> str:
     return text
 
 
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The last value given to `flag` (`--flag V` or `--flag=V`) in raw arguments."""
+    value = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(f"{flag}="):
+            value = a.split("=", 1)[1]
+    return value
+
+
 def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
-    """Under GitHub Actions (or --annotations github) a bad spec is also an ::error line."""
+    """Under GitHub Actions (or --annotations github) a bad spec is also an ::error line and a
+    line of the step summary; --codequality FILE lists it for GitLab."""
     from sdpa_cli.errors import InputError
 
     if not isinstance(e, InputError):
         return
-    choice = None
-    for i, a in enumerate(args):
-        if a == "--annotations" and i + 1 < len(args):
-            choice = args[i + 1]
-        elif a.startswith("--annotations="):
-            choice = a.split("=", 1)[1]
+    choice = _flag_value(args, "--annotations")
+    codequality = _flag_value(args, "--codequality")
     from sdpa_cli.report import ci
 
-    ci.bad_input(e.problems, annotate=choice if choice in ("github", "none") else None)
+    try:
+        ci.bad_input(e.problems, annotate=choice if choice in ("github", "none") else None,
+                     codequality=Path(codequality) if codequality else None)
+    except SdpaError as err:  # the report could not be written: one more line, same exit
+        for line in err.lines():
+            click.echo(line, err=True)
 
 
 def run(args: list[str]) -> int:

@@ -114,13 +114,65 @@ def _number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def _compare_rows(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]],
-                  tolerance: float) -> tuple[list[Quantity], list[str]]:
+def _label(value: Any) -> bool:
+    """A value that can name a row: a word or a whole number (never a measured float)."""
+    return isinstance(value, str | int)
+
+
+def _row_keys(ra: list[dict[str, Any]], rb: list[dict[str, Any]]) -> list[str] | None:
+    """The columns that name each row (d and scaling, say): the shortest run of leading
+    label columns that names every row once in A and once in B. A column holding one value
+    per table (pairs: 20000 in A, 5000 in B) names no row and is passed over. None when the
+    rows cannot be named so (then they are paired by position)."""
+    if not ra or not rb:
+        return None
+    columns = [k for k in ra[0] if all(k in r and _label(r[k]) for r in (*ra, *rb))]
+    keys: list[str] = []
+    for c in columns:
+        if len({r[c] for r in ra}) == 1 and len({r[c] for r in rb}) == 1:
+            continue
+        keys.append(c)
+        if all(len({tuple(r[k] for k in keys) for r in rows}) == len(rows)
+               for rows in (ra, rb)):
+            return keys
+    return None
+
+
+def _align(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]
+           ) -> tuple[list[tuple[int, dict[str, Any], dict[str, Any]]], list[str]]:
+    """Pairs of rows to compare, (row in A, A's row, B's row), and the rows only one side has.
+
+    Rows are paired by the columns that name them (_row_keys), so a run with d = 3, 64, 100
+    is compared with one of d = 3, 100 on d = 3 and d = 100, not on d = 64 against d = 100.
+    When the names do not pair at least as many rows as positions would (a label column that
+    is itself measured, say), rows are paired by position as before."""
     problems = []
     if len(ra) != len(rb):
         problems.append(f"table {table}: {len(ra)} rows in A, {len(rb)} in B")
+    keys = _row_keys(ra, rb)
+    if keys is not None:
+        index_b = {tuple(r[k] for k in keys): j for j, r in enumerate(rb)}
+        named = [tuple(r[k] for k in keys) for r in ra]
+        matched = [(i, ra[i], rb[index_b[n]]) for i, n in enumerate(named) if n in index_b]
+        if len(matched) >= min(len(ra), len(rb)) and (len(ra) != len(rb) or any(
+                i != index_b[n] for i, n in enumerate(named) if n in index_b)):
+            def name(n: tuple[Any, ...]) -> str:
+                return ", ".join(f"{k}={v}" for k, v in zip(keys, n, strict=True))
+
+            in_a = set(named)
+            problems += [f"table {table}: row {name(n)} only in A" for n in named
+                         if n not in index_b]
+            problems += [f"table {table}: row {name(n)} only in B" for n in index_b
+                         if n not in in_a]
+            return matched, problems
+    return [(i, a, b) for i, (a, b) in enumerate(zip(ra, rb, strict=False))], problems
+
+
+def _compare_rows(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]],
+                  tolerance: float) -> tuple[list[Quantity], list[str]]:
+    pairs, problems = _align(table, ra, rb)
     out: list[Quantity] = []
-    for i, (a, b) in enumerate(zip(ra, rb, strict=False)):
+    for i, a, b in pairs:
         ses = _se_fields(a) | _se_fields(b)
         monte_carlo = bool(ses)
         se_names = set(ses.values())

@@ -140,8 +140,19 @@ class ClusterExecutor(Executor):
 
 def _quiet_dask() -> None:
     """Dask logs reconnect attempts and worker restarts with tracebacks; sdpa's own one-line
-    errors say what matters. Set in the environment too, so worker processes inherit it."""
+    errors say what matters. Set in the environment too, so worker processes inherit it.
+
+    Importing distributed applies Dask's logging configuration, which gives some child
+    loggers levels of their own (`distributed.client: warning`): a lost scheduler then
+    printed the client's ERROR traceback. So every distributed logger with a level of its own
+    is quietened after that import, not only the parent."""
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+    import distributed  # noqa: F401  (applies Dask's logging configuration once)
+
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if (name == "distributed" or name.startswith("distributed.")) and \
+                isinstance(logger, logging.Logger) and logger.level != logging.NOTSET:
+            logger.setLevel(logging.CRITICAL)
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 

@@ -1,4 +1,5 @@
-"""The "Using sdpa in CI" section: its workflows load as YAML and name real commands and flags."""
+"""README's "Using sdpa in CI" section: its workflows load as YAML and name real commands and
+flags."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ import yaml
 
 from sdpa_cli.cli import cli
 
-DOC = Path(__file__).parent / "data" / "readme-ci.md"  # the README section, kept in step
+README = Path(__file__).resolve().parent.parent / "README.md"
 _SHELL_END = {">", ">>", "|", "&&", "||", ";", "2>&1"}
 
 
+def _section() -> str:
+    """The README's "Using sdpa in CI" section itself (a copy of it could drift)."""
+    text = README.read_text(encoding="utf-8")
+    m = re.search(r"^## Using sdpa in CI\n(.*?)(?=^## )", text, re.S | re.M)
+    assert m, "README.md has no '## Using sdpa in CI' section"
+    return m.group(1)
+
+
 def _blocks() -> list[object]:
-    text = DOC.read_text(encoding="utf-8")
-    return [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    return [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", _section(), re.S)]
 
 
 def _commands(node: object) -> list[str]:
@@ -72,7 +80,7 @@ def test_the_workflows_load_and_use_sdpa():
 
 def test_every_sdpa_line_names_commands_and_flags_that_exist():
     lines = [ln for b in _blocks() for ln in _commands(b) if ln.strip().startswith("sdpa ")]
-    text = DOC.read_text(encoding="utf-8")
+    text = _section()
     lines += re.findall(r"`(sdpa [^`]+)`", text)  # the commands quoted in the prose too
     problems = [p for ln in lines for p in _check(ln)]
     assert problems == []

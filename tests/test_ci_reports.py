@@ -155,3 +155,20 @@ def test_worked_example_all_writes_junit(sdpa, workdir):
     assert [s.name for s in suites] == [e["name"] for e in r.json()["examples"]]
     assert sum(s.tests for s in suites) == sum(len(e["checks"]) + len(e["audit"])
                                                for e in r.json()["examples"])
+
+
+def test_a_bad_spec_reaches_codequality_and_the_step_summary(sdpa, workdir, monkeypatch):
+    spec = write_spec(workdir, "bad.yaml", "study: variance\ndims: [4, -3]\n")
+    summary = workdir / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report = workdir / "reports" / "cq.json"
+    r = sdpa("run", str(spec), "--out", "batch", "--codequality", str(report))
+    assert r.code == 2
+    issues = json.loads(report.read_text())
+    assert [(i["check_name"], i["severity"], i["location"]) for i in issues] == [
+        ("sdpa-spec", "blocker", {"path": str(spec), "lines": {"begin": 2}})]
+    assert "dims[1]: must be ≥ 1" in issues[0]["description"]
+    text = summary.read_text()
+    assert text.startswith("## sdpa: bad input, nothing ran") and f"{spec}:2:" in text
+    assert not (workdir / "batch").exists()  # nothing else was written

@@ -256,3 +256,18 @@ def test_an_unreachable_scheduler_is_exit_1_and_writes_nothing(sdpa, workdir, mo
     assert r.err.strip().startswith(f"cannot reach the Dask scheduler {address}")
     assert r.err.strip().endswith("nothing ran")
     assert not (workdir / "x").exists()
+
+
+@needs_dask
+def test_quiet_dask_silences_every_distributed_logger(monkeypatch):
+    # Dask's own configuration gives distributed.client a level of its own (warning): when the
+    # scheduler was lost, its ERROR traceback reached the terminal beside sdpa's one line.
+    monkeypatch.delenv("DASK_LOGGING__DISTRIBUTED", raising=False)
+    import distributed  # noqa: F401  (its logging configuration is in force)
+
+    logging.getLogger("distributed.client").setLevel(logging.WARNING)  # as Dask configures it
+    executors._quiet_dask()
+    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)
+               if n == "distributed" or n.startswith("distributed.")]
+    assert logging.getLogger("distributed.client") in loggers
+    assert all(not lg.isEnabledFor(logging.ERROR) for lg in loggers)

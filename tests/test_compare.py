@@ -93,3 +93,34 @@ def test_batches_exact_mode_and_bad_input(sdpa, workdir):
     assert sdpa("compare", "b1", "nowhere").code == 2
     r = sdpa("compare", "b1", "b1/a")
     assert r.code == 2 and "not one of each" in r.err
+
+
+def test_rows_are_paired_by_the_columns_that_name_them(tmp_path):
+    # B adds d = 8 in the middle: d = 16 must be compared with d = 16, not with d = 8.
+    def row(dim: int, variance: float) -> dict:
+        return {"dim": dim, "scaling": "none", "pairs": 300, "variance": variance, "se": 0.5}
+
+    a = _fake_run(tmp_path / "a" / "r", [row(4, 4.1), row(16, 15.8)],
+                  spec={"dims": [4, 16], "pairs": 300})
+    b = _fake_run(tmp_path / "b" / "r", [row(4, 3.9), row(8, 8.2), row(16, 16.3)],
+                  spec={"dims": [4, 8, 16], "pairs": 300})
+    run = compare(a, b)["runs"][0]
+    assert run["parameters"] == [{"key": "dims", "a": [4, 16], "b": [4, 8, 16]}]
+    assert "table rows: row dim=8 only in B" in run["problems"]
+    variance = {q["row"]: q for q in run["quantities"] if q["field"] == "variance"}
+    assert (variance[1]["a"], variance[1]["b"]) == (15.8, 16.3)
+    assert abs(variance[1]["z"]) < 1  # the same d: within a standard error
+    assert all(q["agree"] for q in run["quantities"])  # what differs is the missing row
+    assert run["agree"] is False
+
+
+def test_rows_named_by_nothing_stable_are_paired_by_position(tmp_path):
+    # `hits` is a measured whole number: it names no row, so rows keep their positions.
+    a = _fake_run(tmp_path / "a" / "r", [{"hits": 3, "x": 1.0, "x_se": 0.1},
+                                         {"hits": 5, "x": 2.0, "x_se": 0.1}])
+    b = _fake_run(tmp_path / "b" / "r", [{"hits": 4, "x": 1.05, "x_se": 0.1},
+                                         {"hits": 6, "x": 2.05, "x_se": 0.1}])
+    run = compare(a, b)["runs"][0]
+    assert run["problems"] == []
+    x = [q for q in run["quantities"] if q["field"] == "x"]
+    assert [(q["a"], q["b"]) for q in x] == [(1.0, 1.05), (2.0, 2.05)]

@@ -148,6 +148,13 @@ def step_summary(outcomes: Sequence[Outcome], title: str = "sdpa") -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def bad_input_summary(findings: Sequence[Finding], title: str = "sdpa") -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY when bad input stopped the run before any work."""
+    lines = [f"## {title}: bad input, nothing ran", ""]
+    lines += [f"- `{f.message.replace(chr(10), ' ')}`" for f in findings]  # file:line:col: …
+    return "\n".join(lines) + "\n\n"
+
+
 def append_step_summary(text: str) -> bool:
     """Append to the file named by GITHUB_STEP_SUMMARY; False when it is not set."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")

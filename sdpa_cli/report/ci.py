@@ -33,11 +33,21 @@ def finish(outcomes: Sequence[Outcome], *, junit_xml: Path | None, annotate: str
         _write(codequality, ann.codequality(findings), "--codequality")
 
 
-def bad_input(problems: Iterable[Problem], *, annotate: str | None) -> None:
-    """Bad specs (exit 2) flagged at their file, line and column."""
+def bad_input(problems: Iterable[Problem], *, annotate: str | None,
+              codequality: Path | None = None) -> None:
+    """Bad specs (exit 2) flagged at their file, line and column: ::error lines and the step
+    summary under GitHub, and GitLab's code-quality report when --codequality names one (the
+    one file a bad spec writes, since it is the report that shows it)."""
+    findings = ann.problem_findings(problems)
     if ann.github_mode(annotate) == "github":
-        for f in ann.problem_findings(problems):
+        for f in findings:
             print(ann.github_line(f), file=sys.stderr)
+        try:
+            ann.append_step_summary(ann.bad_input_summary(findings))
+        except OSError as e:
+            raise RunError(f"GITHUB_STEP_SUMMARY: cannot append: {e.strerror or e}") from None
+    if codequality is not None:
+        _write(codequality, ann.codequality(findings), "--codequality")
 
 
 def _write(path: Path, text: str, flag: str) -> None:
