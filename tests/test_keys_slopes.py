@@ -129,3 +129,22 @@ def test_weighted_slope_with_a_point_known_to_1e_minus_200_does_not_overflow():
     assert math.isfinite(fit.slope) and math.isfinite(fit.se)
     # the fit passes through the point that is known exactly
     assert abs(fit.intercept + fit.slope * math.log(4096)) < 1e-10
+
+
+def test_slope_se_covers_lack_of_fit():
+    """Exact points on a curve (ln y quadratic in ln x) known to 1e-12: the weights alone
+    give a se of about 1e-12, which no power law deserves. Scaled by √(χ²/ν), with equal
+    relative errors the se equals the ordinary least-squares se from the residuals."""
+    x = np.array([16.0, 64.0, 256.0, 1024.0])
+    lx = np.log(x)
+    y = np.exp(0.5 * lx + 0.05 * lx * lx)
+    weighted = fit_slope(x, y, se=y * 1e-12)
+    ols = fit_slope(x, y)
+    assert weighted.chi2_dof is not None and weighted.chi2_dof > 1e20
+    assert math.isclose(weighted.slope, ols.slope, rel_tol=1e-12)
+    assert math.isclose(weighted.se, ols.se, rel_tol=1e-9)
+    # Points that sit on the line within their errors keep the weights' se unscaled.
+    exact = fit_slope(x, x ** 0.5, se=x ** 0.5 * 0.01)
+    assert exact.chi2_dof is not None and exact.chi2_dof < 1
+    assert math.isclose(exact.se, 0.01 / math.sqrt(float(np.sum((lx - lx.mean()) ** 2))),
+                        rel_tol=1e-12)

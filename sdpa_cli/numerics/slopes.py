@@ -30,7 +30,7 @@ def fit_slope(x: np.ndarray | list[float], y: np.ndarray | list[float],
               se: np.ndarray | list[float] | None = None) -> Slope:
     """Slope of ln y against ln x. With per-point standard errors of y, a weighted fit with
     weights 1/se_ln y² (se_ln y = se_y/y by the delta method) and the slope's se from those
-    weights alone; without them, ordinary least squares and se from the residuals (k − 2 dof).
+    weights, scaled by √(χ²/ν) when the points scatter more than their errors; without them, ordinary least squares and se from the residuals (k − 2 dof).
     Points with y ≤ 0 or x ≤ 0 have no logarithm and are dropped."""
     xa = np.asarray(x, dtype=float)
     ya = np.asarray(y, dtype=float)
@@ -61,6 +61,12 @@ def fit_slope(x: np.ndarray | list[float], y: np.ndarray | list[float],
         if k > 2:
             rel = float(np.sum(w * resid * resid))
             chi2 = (math.exp(min(top + math.log(rel), 700.0)) if rel > 0 else 0.0) / (k - 2)
+            # Points that scatter about the line by more than their own errors (a curve, or
+            # exact values that no power law fits) leave the weights' se far too small: 1e-25
+            # for a slope that changes by 0.1 along the sweep. Scale it by √(χ²/ν) then
+            # (the Birge ratio), so the se also covers the lack of fit.
+            if chi2 > 1.0:
+                slope_se *= math.sqrt(chi2)
         return Slope(b, slope_se, ym - b * xm, k, "per-point se", chi2)
     if k < 3:
         raise ValueError("a slope with an error from residuals needs at least three points")
