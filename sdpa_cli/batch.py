@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from sdpa_cli.errors import (
     SchedulerLost,
     SdpaError,
 )
+from sdpa_cli.report.manifest import load_json
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
 from sdpa_cli.studies.result import Result
@@ -124,7 +124,7 @@ def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
     if status is None:
         return None
     try:  # the folder's own result, so every report reads it as if it had just run
-        result = Result.from_json(json.loads((p.target / "results.json").read_text("utf-8")))
+        result = Result.from_json(load_json(p.target / "results.json"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return Outcome(p, status, result=result, seconds=time.time() - started,

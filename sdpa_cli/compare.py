@@ -3,6 +3,7 @@ errors where a quantity is Monte Carlo and by exact equality where it is determi
 
 from __future__ import annotations
 
+import filecmp
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 
 from sdpa_cli import __version__
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
+from sdpa_cli.report import manifest
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
@@ -57,7 +59,7 @@ def is_run_folder(path: Path) -> bool:
 
 def _results(folder: Path) -> dict[str, Any]:
     try:
-        doc = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        doc = manifest.load_json(folder / "results.json")
     except (OSError, ValueError) as e:
         raise InputError(Problem(f"cannot read results.json: {e}", file=str(folder))) from None
     if not isinstance(doc, dict):
@@ -207,9 +209,14 @@ def _figures(a: Path, b: Path) -> list[dict[str, Any]]:
     out = []
     for n in names:
         pa, pb = a / n, b / n
-        same = pa.is_file() and pb.is_file() and pa.read_bytes() == pb.read_bytes()
+        same = pa.is_file() and pb.is_file() and _same_bytes(pa, pb)
         out.append({"file": n, "same": same, "in_a": pa.is_file(), "in_b": pb.is_file()})
     return out
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    """Byte for byte, a chunk at a time: a huge (or sparse) file costs time, never memory."""
+    return filecmp.cmp(a, b, shallow=False)
 
 
 def compare_runs(name: str, a: Path, b: Path, tolerance: float) -> RunComparison:
@@ -239,7 +246,7 @@ def exact(a: Path, b: Path) -> list[str]:
     problems = [f"only in {a}: {p}" for p in sorted(fa - fb)]
     problems += [f"only in {b}: {p}" for p in sorted(fb - fa)]
     problems += [f"differs: {p}" for p in sorted(fa & fb)
-                 if (a / p).read_bytes() != (b / p).read_bytes()]
+                 if not _same_bytes(a / p, b / p)]
     if not fa:
         problems.append(f"no files in {a}")
     return problems

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.report.manifest import load_json
 
 LAST_FAILED = ".sdpa-lastfailed.json"
 
@@ -110,7 +111,7 @@ def words(name: str, study: str) -> set[str]:
 def read_last_failed(root: Path) -> set[str] | None:
     """Names that failed in the last batch written to root (None: no record)."""
     try:
-        doc = json.loads((root / LAST_FAILED).read_text(encoding="utf-8"))
+        doc = load_json(root / LAST_FAILED)
     except (OSError, ValueError):
         return None
     failed = doc.get("failed") if isinstance(doc, dict) else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -252,6 +253,37 @@ CORPUS = [
         spec("study: variance\nname: report.html\ndims: [3]\n"), "s.yaml:2:7: name:"),
     Bad("name-batch-manifest", ["run", "s.yaml"], "sdpa-batch.json",
         spec("study: variance\nname: sdpa-batch.json\ndims: [3]\n"), "s.yaml:2:7: name:"),
+    # --- round three (harden2): attacks on the fixes above ----------------------------------
+    Bad("out-symlink-loop", ["variance", "--dims", "3", "--out", "L"], "loop of symbolic links",
+        {}, "--out:", {"L": "L"}),
+    Bad("out-symlink-loop-pair", ["variance", "--dims", "3", "--out", "a/sub"],
+        "loop of symbolic links", {}, "--out:", {"a": "b", "b": "a"}),
+    Bad("run-out-symlink-loop", ["run", "s.yaml", "--out", "L"], "loop of symbolic links",
+        spec("study: variance\ndims: [3]\npairs: 10\n"), None, {"L": "L"}),
+    Bad("power-vanishes-gradients", ["gradients", "--dims", "4", "--scalings", "power:1e300"],
+        "multiplies the scores by 0", {}, "--scalings: scalings[0]:"),
+    Bad("power-overflows-train", ["train", "--dims", "2", "--scalings", "power:-1e300"],
+        "multiplies the scores by inf", {}, "--scalings: scalings[0]:"),
+    Bad("power-vanishes-softmax", ["softmax-sweep", "--dims", "4", "--scalings", "power:1e300"],
+        "multiplies by 0", {}, "--scalings: scalings[0]:"),
+    Bad("power-overflows-jacobian-file", ["jacobian", "s.yaml"], "multiplies by inf",
+        spec("study: jacobian\ndims: [4]\nscalings: [none, 'power:-1e300']\n"),
+        "s.yaml:3:"),
+    Bad("logn-overflows-gradients", ["gradients", "--dims", "4", "--scalings", "logn:1e308"],
+        "outside [1e-300, 1e+300]", {}, "--scalings: scalings[0]:"),
+    Bad("memory-additive-weights", ["softmax-sweep", "--dims", "4096", "--keys", "2", "--trials",
+                                    "2", "--additive", "100000"],
+        "GB of memory; at most 1 GB: lower additive", {}, "--additive: additive:"),
+    Bad("memory-train-embeddings", ["train", "--dims", "16", "--d-model", "4096", "--vocab",
+                                    "100000", "--pairs", "1", "--batch", "1", "--steps", "1",
+                                    "--log-every", "1"],
+        "GB of memory; at most 1 GB: lower vocab or d_model", {}, "--vocab: vocab:"),
+    Bad("work-train-many-tiny-steps", ["train", "--dims", "1", "--d-model", "2", "--vocab", "2",
+                                       "--pairs", "1", "--batch", "1", "--steps", "100000000",
+                                       "--seeds", "1", "--scalings", "none", "--optimisers",
+                                       "sgd", "--learning-rates", "0.1", "--log-every",
+                                       "10000000"],
+        "steps of work", {}, "--steps: steps:"),
 ]
 
 
@@ -344,3 +376,141 @@ def test_a_3_gb_spec_is_refused_without_reading_it(sdpa, workdir: Path, monkeypa
     assert r.code == 2 and r.err.strip() == ("big.yaml: is 3221225472 bytes; a spec may be at "
                                              "most 1048576")
     assert sum(read) == 0 and big.stat().st_size == 3 * 1024**3
+
+
+# --- round three (harden2): what sdpa must not delete, read whole, or block on ----------------
+
+
+@pytest.mark.parametrize("kind", ["tmp", "old"])
+def test_a_user_folder_named_like_a_stale_temporary_is_left_alone(sdpa, workdir: Path, kind):
+    # clean_stale used to trust the name: .NAME.tmp-PID-HEX of a dead PID was removed, and
+    # .NAME.old-… was renamed into NAME, whatever it held.
+    stale = workdir / "outputs" / f".variance.{kind}-999999-deadbeef"
+    stale.mkdir(parents=True)
+    (stale / "notes.txt").write_text("precious", encoding="utf-8")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q")
+    assert r.code == 0, r.err
+    assert (stale / "notes.txt").read_text(encoding="utf-8") == "precious"
+    assert manifest.run_folder_problem(workdir / "outputs" / "variance") == ""
+
+
+def test_a_stale_temporary_run_folder_is_still_removed(sdpa, workdir: Path):
+    # the control: what a killed run leaves (sdpa's own file names, nothing else) goes
+    stale = workdir / "outputs" / ".variance.tmp-999999-deadbeef"
+    stale.mkdir(parents=True)
+    (stale / "results.json").write_text("{", encoding="utf-8")
+    (stale / "histograms.png").write_bytes(b"\x89PNG")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q")
+    assert r.code == 0, r.err
+    assert not stale.exists()
+
+
+def test_variance_with_a_vanishing_power_rule_is_null_with_a_note(sdpa, workdir: Path):
+    # power:1e300 at d = 3: d^P overflows; the factor is 0 (a row of zeros, a note), never an
+    # OverflowError reported as an internal error
+    r = sdpa("variance", "--dims", "3", "1000", "--pairs", "10", "--seed", "1", "--scalings",
+             "power:1e300", "power:-1e300", "--no-plots", "-q", "--out", "run")
+    assert r.code == 0, r.err
+    assert "internal error" not in r.err
+
+
+def _sparse(path: Path, size: int = 3 * 1024**3) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        f.truncate(size)
+
+
+def test_compare_refuses_a_huge_results_json_without_reading_it(sdpa, workdir: Path):
+    for side in ("A", "B"):
+        _sparse(workdir / side / "results.json")
+    r = sdpa("compare", "A", "B")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert lines[0].startswith("A:") and "more than sdpa writes" in lines[0]
+
+
+def test_compare_of_huge_figures_uses_bounded_memory(sdpa, workdir: Path):
+    for side in ("A", "B"):
+        assert sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots",
+                    "-q", "--out", side).code == 0
+        _sparse(workdir / side / "x.png")  # 3 GB of zeros each: compared a chunk at a time
+    r = sdpa("compare", "A", "B", "--exact")
+    assert r.code == 0, r.err
+
+
+@pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge"])
+def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: Path, how):
+    (workdir / "s.yaml").write_text("study: variance\ndims: [3]\npairs: 10\nseed: 1\n",
+                                    encoding="utf-8")
+    record = workdir / "R" / ".sdpa-lastfailed.json"
+    record.parent.mkdir()
+    if how == "dev-zero":
+        record.symlink_to("/dev/zero")
+    elif how == "fifo":
+        os.mkfifo(record)
+    else:
+        _sparse(record)
+    r = sdpa("run", "s.yaml", "--out", "R", "--lf", "--no-plots", "-q")
+    assert r.code == 0, r.err
+
+
+def test_junit_xml_to_a_fifo_nobody_reads_fails_without_blocking(sdpa, workdir: Path):
+    os.mkfifo(workdir / "fifo")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--junit-xml", "fifo")
+    assert r.code == 1 and r.err.strip() == "--junit-xml: cannot write fifo: a FIFO nobody reads"
+    assert (workdir / "fifo").is_fifo()
+
+
+def test_junit_xml_through_a_symlink_keeps_the_link(sdpa, workdir: Path):
+    (workdir / "real.xml").write_text("old", encoding="utf-8")
+    (workdir / "link.xml").symlink_to("real.xml")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--junit-xml", "link.xml")
+    assert r.code == 0, r.err
+    assert (workdir / "link.xml").is_symlink()
+    assert (workdir / "real.xml").read_text(encoding="utf-8").startswith("<?xml")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes needs root")
+@pytest.mark.parametrize(("minor", "code"), [(3, 0), (7, 1)])  # null, full
+def test_a_device_named_for_a_report_is_written_not_replaced(sdpa, workdir: Path, minor, code):
+    # write_atomic used to swap a regular file in for the device: as root, --junit-xml
+    # /dev/null (or /dev/full) replaced the system's device node
+    dev = workdir / "dev"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    for flag in ("--junit-xml", "--codequality"):
+        r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+                 flag, "dev", "--out", f"run{flag}")
+        assert r.code == code, r.err
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
+        if code:
+            assert r.err.strip() == f"{flag}: cannot write dev: No space left on device"
+
+
+def test_a_step_summary_fifo_fails_without_blocking(sdpa, workdir: Path, monkeypatch):
+    os.mkfifo(workdir / "fifo")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "fifo")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--annotations", "github")
+    assert r.code == 1
+    assert r.err.strip().splitlines()[-1] == ("GITHUB_STEP_SUMMARY: cannot write fifo: a FIFO "
+                                              "nobody reads")
+
+
+def test_the_worked_weights_figure_draws_a_bounded_number_of_parts():
+    # 1500 attention parts drew one figure of 1500 panels: over a minute, gigapixels
+    from sdpa_cli import registry
+    from sdpa_cli import spec as spec_mod
+    from sdpa_cli.studies import worked
+    from sdpa_cli.studies.context import RunContext
+
+    parts = [{"name": f"p{i}", "kind": "attention", "tokens": ["a", "b"],
+              "scores": [[1, 2], [3, 4]], "d_k": 2} for i in range(30)]
+    s = spec_mod.load(None, study="worked-example",
+                      overrides={"title": "t", "source": "s", "parts": parts})
+    result = registry.get("worked-example").run(s, RunContext(figures=True))
+    (fig,) = result.figures
+    assert len(fig.data["parts"]) == worked.FIGURE_MAX_PARTS
+    assert f"first {worked.FIGURE_MAX_PARTS} of the 30" in fig.caption

@@ -57,7 +57,14 @@ class Scaling:
             return float(self.log_n * math.log(n))
         if self.cosine:
             return 1.0 / self.temperature
-        return 1.0 / (self.temperature * math.pow(float(d), self.power))
+        try:
+            return 1.0 / (self.temperature * math.pow(float(d), self.power))
+        except (OverflowError, ZeroDivisionError):
+            # T·d^P itself overflows or vanishes (power:1e300, power:-1e300, d = 3): the
+            # factor is 0 or inf, never an exception; the studies' guards
+            # (spec.limits.check_factors) refuse such a rule by name before anything runs.
+            log_f = -(math.log(self.temperature) + self.power * math.log(float(d)))
+            return math.inf if log_f > 0 else 0.0
 
     @property
     def needs_n(self) -> bool:

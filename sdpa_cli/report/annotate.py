@@ -160,8 +160,10 @@ def append_step_summary(text: str) -> bool:
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return False
-    with open(target, "a", encoding="utf-8") as f:
-        f.write(text)
+    from sdpa_cli.report.runfolder import write_special
+
+    # appended in place (GitHub's runner gives a file); never blocking on a FIFO
+    write_special(target, text.encode("utf-8"), append=True)
     return True
 
 

@@ -26,8 +26,8 @@ def finish(outcomes: Sequence[Outcome], *, junit_xml: Path | None, annotate: str
             print(ann.github_line(f), file=sys.stderr)
         try:
             ann.append_step_summary(ann.step_summary(outcomes))
-        except OSError as e:
-            raise RunError(f"GITHUB_STEP_SUMMARY: cannot append: {e.strerror or e}") from None
+        except RunError as e:
+            raise RunError(f"GITHUB_STEP_SUMMARY: {e}") from None
     if codequality is not None:
         findings = findings if findings is not None else ann.outcome_findings(outcomes)
         _write(codequality, ann.codequality(findings), "--codequality")
@@ -51,8 +51,12 @@ def bad_input(problems: Iterable[Problem], *, annotate: str | None,
 
 
 def _write(path: Path, text: str, flag: str) -> None:
+    from sdpa_cli.report.runfolder import write_atomic
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, text.encode("utf-8"), follow=True)
     except OSError as e:
         raise RunError(f"{flag}: cannot write {path}: {e.strerror or e}") from None
+    except RunError as e:
+        raise RunError(f"{flag}: {e}") from None

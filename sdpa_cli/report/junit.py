@@ -133,6 +133,9 @@ def write_junit(path: Path, outcomes: Sequence[Outcome], *, started: float | Non
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, junit_xml(outcomes, started=started).encode("utf-8"))
+        write_atomic(path, junit_xml(outcomes, started=started).encode("utf-8"),
+                     follow=True)
     except OSError as e:
         raise RunError(f"--junit-xml: cannot write {path}: {e.strerror or e}") from None
+    except RunError as e:
+        raise RunError(f"--junit-xml: {e}") from None

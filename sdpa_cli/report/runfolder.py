@@ -12,6 +12,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 from pathlib import Path
 
 from sdpa_cli import process
@@ -104,17 +105,48 @@ def clean_stale(target: Path) -> None:
         m = pattern.match(entry.name)
         if not m or _pid_alive(int(m[2])):
             continue
-        if m[1] == "old" and not os.path.lexists(target):
-            os.rename(entry, target)
-        else:
-            _remove(entry)
+        # The name alone proves nothing: a user's folder may carry it. An old run folder is
+        # one sdpa wrote (its manifest matches); a temporary one holds only files sdpa
+        # writes into run folders. Anything else is left where it is.
+        if m[1] == "old":
+            if manifest.run_folder_problem(entry):
+                continue
+            if not os.path.lexists(target):
+                os.rename(entry, target)
+                continue
+        elif not _half_written_run(entry):
+            continue
+        _remove(entry)
+
+
+# The files a run folder is built from (report.write_run), and figures.
+_RUN_FILE = re.compile(r"^(results\.json|table\.csv|table\.md|spec\.yaml|params\.yaml|"
+                       r"metrics\.json|manifest\.json|[A-Za-z0-9_-]+\.(png|svg))$")
+
+
+def _half_written_run(entry: Path) -> bool:
+    """Whether `entry` can be a temporary run folder a killed sdpa left: a real folder of
+    this user holding nothing but regular files with the names sdpa writes."""
+    try:
+        info = os.lstat(entry)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            return False
+        with os.scandir(entry) as it:
+            return all(e.is_file(follow_symlinks=False) and _RUN_FILE.match(e.name)
+                       for e in it)
+    except OSError:
+        return False
 
 
 def check_replaceable(target: Path, what: str) -> None:
     """Refuse (exit 2, nothing written) to replace anything sdpa did not make: a folder is
     replaced only when it is empty or its manifest is sdpa's and matches its files."""
     here = Path.cwd().resolve()
-    resolved = target.resolve()
+    try:
+        resolved = target.resolve()
+    except (RuntimeError, OSError):  # a loop of symbolic links (L -> L, a -> b -> a)
+        raise InputError(Problem(f"{target} is a loop of symbolic links; point it at a folder "
+                                 "or remove it", flag=what)) from None
     if resolved == here or resolved in here.parents:
         raise InputError(Problem(f"{target} is the current folder or holds it; a run folder "
                                  "is replaced whole, so name a folder inside it", flag=what))
@@ -250,9 +282,25 @@ class RunFolder:
             _remove(self.tmp)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, follow: bool = False) -> None:
     """Write a file through a temporary sibling and os.replace; on any failure, Ctrl-C
-    included, the sibling is removed."""
+    included, the sibling is removed.
+
+    With `follow` (a path the user named: --junit-xml, --codequality), a symbolic link is
+    kept and the file it points to is written, and a device, FIFO or socket there
+    (/dev/null, /dev/stdout) is written in place, never swapped for a regular file, which
+    would destroy the device node; a FIFO nobody reads is refused, not waited for. Without
+    it (sdpa's own files), whatever holds the name is replaced, never followed."""
+    info = None
+    if follow:
+        path = Path(os.path.realpath(path)) if path.is_symlink() else path
+        with contextlib.suppress(OSError):
+            info = os.lstat(path)
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):
+            raise RunError(f"cannot write {path}: it is a folder")
+        write_special(path, data, append=False)
+        return
     tmp = path.parent / f".{path.name}{_TMP}{os.getpid()}-{secrets.token_hex(4)}"
     try:
         tmp.write_bytes(data)
@@ -262,3 +310,24 @@ def write_atomic(path: Path, data: bytes) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def write_special(path: Path | str, data: bytes, *, append: bool) -> None:
+    """Write to an existing path in place (or append, making the file if missing), never
+    blocking: a FIFO without a reader is an error (ENXIO), not a hang. Errors become
+    RunError (exit 1)."""
+    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    flags |= (os.O_APPEND | os.O_CREAT) if append else 0
+    try:
+        fd = os.open(path, flags, 0o666)
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.set_blocking(fd, True)  # a reader is there: let it take its time
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        why = "a FIFO nobody reads" if e.errno == errno.ENXIO else (e.strerror or str(e))
+        raise RunError(f"cannot write {path}: {why}") from None

@@ -57,6 +57,7 @@ class GradientsSpec(SpecBase):
 def cost(spec: GradientsSpec) -> limits.Cost:
     """Work (multiply-adds and draws), peak memory and output of a gradients spec
     (registry.Study.limits; spec.load refuses a spec over any budget)."""
+    limits.check_factors(spec.scalings, spec.dims, spec.keys)
     rules = len(spec.scalings)
     layers = [spec.layer(d) for d in spec.dims]
     work = spec.trials * sum(int(layer.flops_per_trial(rules)) for layer in layers)

@@ -29,6 +29,8 @@ ROW_BYTES = 2600
 # and a Python float with its list slot, held several times over while the files are built.
 ENTRY_BYTES = 60
 ENTRY_MEMORY = 200
+# An additive-score trial is drawn in a Python loop of its own: about 10 µs of overhead.
+ADDITIVE_TRIAL_WORK = 1000
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,20 @@ def _scale_in_range(spec: Any) -> None:
                                  "uniform)")
 
 
+def check_factors(scalings: Any, dims: list[int], n: int) -> None:
+    """Refuse a rule whose multiplier at some d lies outside SCALE_RANGE (power:1e300 at
+    d = 4 multiplies by 0, power:-1e300 by inf): the scores it feeds to softmax would vanish
+    or overflow, so gradients and training would compute NaN (studies that keep such a
+    row as null with a note, like variance, do not call this)."""
+    for i, s in enumerate(scalings):
+        for d in dims:
+            c = s.factor(d, n)
+            if not SCALE_RANGE[0] <= c <= SCALE_RANGE[1]:
+                raise SpecFieldError(("scalings", i), f"{s.label} at d = {d} multiplies the "
+                                     f"scores by {c:g}; that is outside [{SCALE_RANGE[0]:g}, "
+                                     f"{SCALE_RANGE[1]:g}], where they overflow or vanish")
+
+
 def score_source(spec: Any) -> Cost:
     """softmax-sweep and jacobian: explicit scores, random vectors, or Gaussian scores."""
     source = spec.score_source
@@ -141,14 +157,21 @@ def score_source(spec: Any) -> Cost:
     if source == "vectors":
         h = spec.additive or 0  # additive scores: W₂ (h × d) and n keys per trial
         rows = len(spec.dim_list) * len(keys) * (len(spec.scalings) + (1 if h else 0))
+        # additive scores draw W₂ (h × d) and form the n × h products kᵀW₂ᵀ for every
+        # trial, one trial at a time (a Python loop: ADDITIVE_TRIAL_WORK each)
         draws = sum(spec.trials * (2 * n * d + n * n * (1 + len(spec.scalings))
-                                   + h * (d + 2 * n))
+                                   + (h * d * (1 + n) + ADDITIVE_TRIAL_WORK if h else 0))
                     for d in spec.dim_list for n in keys)
-        # a block holds a few n × n score matrices and n × d vectors (float64)
-        memory = 6 * 8 * max(max(n * n, n * d) for n in keys for d in spec.dim_list)
-        work, memory, output = _table(rows, draws, memory=memory)
+        # a block holds a few n × n score matrices and n × d vectors (float64); an additive
+        # trial holds W₂ twice (drawn, then scaled) and three n × h arrays
+        blocks = 8 * max(max(6 * n * n, 6 * n * d) for n in keys for d in spec.dim_list)
+        weights = 8 * max(2 * h * d + 3 * n * h for n in keys for d in spec.dim_list)
+        work, memory, output = _table(rows, draws, memory=max(blocks, weights))
         field = ("dims",) if spec.dims is not None else ("d_model",)
-        return Cost(work, memory, output, rows, ("trials",), "lower trials, keys or dims",
+        lower, hint = ((("additive",), "lower additive, dims or keys")
+                       if weights > MAX_MEMORY // 2 and weights > blocks
+                       else (("trials",), "lower trials, keys or dims"))
+        return Cost(work, memory, output, rows, lower, hint,
                     field, "dims × keys × scalings", "give fewer dims, keys or scalings")
     stds = spec.score_stds or []
     rows = len(keys) * len(stds)

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
-from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost
+from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost, check_factors
 
 Optimiser = Literal["sgd", "adam"]
 PosFloat = Float
@@ -16,6 +16,13 @@ PosFloat = Float
 # A step holds about this many arrays the size of its largest (X, Q, K, V, their gradients,
 # the scores and weights with theirs), in float64.
 STEP_ARRAYS = 16
+# The parameters (two V × d_model embedding tables, W_Q, W_K, W_V, the d_k × V readout) are
+# held about this many times over: themselves, their gradients, and Adam's two moments.
+PARAM_COPIES = 4
+# One optimiser step of the smallest model still costs Python's per-step overhead, about
+# 100 µs here: this many units of work (a unit ≈ 10 ns, as a multiply-add or a draw), so a
+# spec of many tiny steps is counted for the time it takes, not only its arithmetic.
+STEP_WORK = 10**4
 # Bytes of one logged point of one run in results.json (LOG_FIELDS × median, lo, hi as text).
 LOG_POINT_BYTES = 18 * 22
 OPTIMISERS: tuple[Optimiser, ...] = ("sgd", "adam")
@@ -115,16 +122,25 @@ def limits(spec: TrainSpec) -> Cost:
     (tests/bench_train.py measures a few 10⁸–10⁹ per second here, so the 10¹² budget is many
     minutes); memory = one step's arrays; output = rows and the logged curves."""
     rows_per_seq = spec.pairs + 1
+    check_factors(spec.scalings, list(spec.dims), rows_per_seq)
     biggest = spec.batch * rows_per_seq * max(rows_per_seq, spec.d_model, max(spec.dims),
                                               spec.vocab)
-    memory = 8 * STEP_ARRAYS * biggest
+    params = max(2 * spec.vocab * spec.d_model + 3 * spec.d_model * d + d * spec.vocab
+                 + spec.vocab for d in spec.dims)
+    step_memory, param_memory = 8 * STEP_ARRAYS * biggest, 8 * PARAM_COPIES * params
+    memory = step_memory + param_memory
     configs = len(spec.dims) * spec.runs() // spec.seeds
     points = spec.steps // spec.log_every + 2
     output = configs * (ROW_BYTES + points * LOG_POINT_BYTES)
-    if memory > MAX_MEMORY:
-        lower: tuple[str | int, ...] = ("batch",)
+    if memory > MAX_MEMORY and param_memory > step_memory:
+        lower: tuple[str | int, ...] = ("vocab",)
+        hint = "lower vocab or d_model (the embedding tables are vocab × d_model)"
+    elif memory > MAX_MEMORY:
+        lower = ("batch",)
         hint = "lower batch, pairs, vocab or dims"
     else:
         lower, hint = ("steps",), "lower steps, seeds, dims or the learning-rate sweep"
-    return Cost(int(spec.total_flops()), memory, output, configs, lower, hint,
+    steps = spec.steps * spec.runs() * len(spec.dims)
+    return Cost(int(spec.total_flops()) + STEP_WORK * steps, memory, output, configs, lower,
+                hint,
                 ("dims",), "dims × scalings × rates", "give fewer dims, scalings or rates")

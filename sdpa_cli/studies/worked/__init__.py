@@ -138,11 +138,22 @@ def _theory(runs: Iterable[PartRun]) -> tuple[str, ...]:
     return tuple(lines)
 
 
+# Panels of the weights figure: one per attention part, in the document's order. A page
+# holds a few; a spec of 1500 parts took minutes and a canvas of gigapixels to draw, so at
+# most this many are drawn and the caption says so (table.md has every part).
+FIGURE_MAX_PARTS = 8
+
+
 def _figures(runs: dict[str, PartRun]) -> tuple[Figure, ...]:
     panels = [r.figure for r in runs.values() if r.figure is not None]
     if not panels:
         return ()
+    caption = ("Compare each row without and with scaling: dividing the scores spreads the "
+               "weight over more keys.")
+    if len(panels) > FIGURE_MAX_PARTS:
+        caption += (f" The first {FIGURE_MAX_PARTS} of the {len(panels)} attention examples "
+                    "are drawn; table.md has every one.")
+        panels = panels[:FIGURE_MAX_PARTS]
     return (Figure("weights", "worked.weights",
                    "Attention weights without and with scaling", {"parts": panels},
-                   caption="Compare each row without and with scaling: dividing the scores "
-                           "spreads the weight over more keys."),)
+                   caption=caption),)
