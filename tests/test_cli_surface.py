@@ -114,3 +114,45 @@ def test_saturation_studies_speak_plainly_first(sdpa, args, first):
     assert "secular equation" not in r.err  # jargon only under --explain
     assert "secular equation" in sdpa(*args, "--seed", "1", "--no-plots", "--explain").err \
         or args[0] == "softmax-sweep"
+
+
+def _found(r) -> list[str]:
+    return [line.removeprefix("found: ") for line in r.err.splitlines()
+            if line.startswith("found:")]
+
+
+def test_saturation_findings_are_decided_by_the_data(sdpa):
+    """softmax-sweep and jacobian say what happened, with values recomputed here from the
+    definitions: softmax([1, .5, 0, -.5]·c) and ‖diag(p) − ppᵀ‖_F."""
+    import numpy as np
+
+    def probs(c: float) -> np.ndarray:
+        e = np.exp(c * np.array([1.0, 0.5, 0.0, -0.5]))
+        return e / e.sum()
+
+    r = sdpa("softmax-sweep", "--scores", "1", "0.5", "0", "-0.5", "--scales", "1", "20",
+             "--no-write", "--format", "json")
+    assert r.json()["findings"] == [
+        f"the scores: the largest weight rises from {probs(1).max():.3f} at ×1 "
+        f"to {probs(20).max():.3f} at ×20."]
+
+    def frob(c: float) -> float:
+        p = probs(c)
+        return float(np.linalg.norm(np.diag(p) - np.outer(p, p)))
+
+    r = sdpa("jacobian", "--scores", "1", "0.5", "0", "-0.5", "--scales", "1", "20",
+             "--no-write")
+    assert _found(r) == [f"the scores: ‖J‖_F falls from {frob(1):.3f} at ×1 to "
+                         f"{frob(20):.3g} at ×20."]
+    # Random scores: the unscaled largest weight rises with d_k, ÷√d_k holds it within 3 se.
+    r = sdpa("softmax-sweep", "--dims", "16", "256", "--keys", "10", "--trials", "300",
+             "--seed", "1", "--no-write", "--format", "json")
+    found = r.json()["findings"]
+    assert found[0].startswith("none (n = 10): the mean largest weight rises from")
+    assert found[1].startswith("sqrt (n = 10): the mean largest weight stays level")
+    # N(0, s²) scores: the peak of ‖J‖_F, with its standard error, beside √(2 ln n).
+    r = sdpa("jacobian", "--score-stds", "0.5", "1", "2", "4", "--keys", "16", "--trials",
+             "400", "--seed", "1", "--no-write", "--format", "json")
+    (peak,) = r.json()["findings"]
+    assert peak.startswith("n = 16: ‖J‖_F peaks at s* = ") and "± " in peak
+    assert peak.endswith(f"falls on both sides (√(2 ln n) = {np.sqrt(2 * np.log(16)):.2f}).")

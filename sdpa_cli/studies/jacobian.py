@@ -17,7 +17,7 @@ from sdpa_cli.spec.score_sources import JacobianSpec
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
-from sdpa_cli.studies import score_text
+from sdpa_cli.studies import score_findings, score_text
 from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
@@ -97,6 +97,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
     tables: list[Table] = []
     notes: list[str] = []
     rows: Sequence[Mapping[str, Any]]
+    found_peaks: list[Mapping[str, Any]] = []
     if source == "leading":
         leading = rtab.leading_rows(spec)
         rows = [as_row(r) for r in leading]
@@ -127,16 +128,20 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         rows = [as_row(r) for r in gaussian]
         columns = GAUSSIAN_COLUMNS
         title = "Softmax Jacobian of n iid N(0, s²) scores versus s"
+        found_peaks = [as_row(p) for p in peaks]
         tables.append(Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
-                            tuple(as_row(p) for p in peaks)))
+                            tuple(found_peaks)))
         figures = [_vs_std_figure(spec, gaussian, peaks)]
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, gaussian, peaks))
         notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows), theory=score_text.theory_lines(spec, jacobian=True),
+                    lookup=shared.lookup(rows),
+                    theory=score_text.theory_lines(spec, jacobian=True),
                     expect=score_text.expect_lines(spec, jacobian=True),
+                    findings=score_findings.findings(source, rows, jacobian=True,
+                                                     peaks=found_peaks),
                     notes=notes, figures=figures, tables=tables)
 
 

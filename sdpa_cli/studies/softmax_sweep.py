@@ -18,7 +18,7 @@ from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
-from sdpa_cli.studies import score_text
+from sdpa_cli.studies import score_findings, score_text
 from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
@@ -129,6 +129,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
                     lookup=shared.lookup(rows),
                     theory=score_text.theory_lines(spec, jacobian=False),
                     expect=score_text.expect_lines(spec, jacobian=False),
+                    findings=score_findings.findings(source, rows, jacobian=False),
                     notes=notes, figures=figures, tables=tables)
 
 
