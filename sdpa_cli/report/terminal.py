@@ -75,9 +75,12 @@ def audit_table(entries: tuple[AuditEntry, ...]) -> RichTable:
     return out
 
 
-def show_table(con: Console, table: Table, *, wide: bool = False) -> None:
-    """A table fitted to the console's width, and a line naming what did not fit."""
+def show_table(con: Console, table: Table, *, wide: bool = False, heading: str = "") -> None:
+    """A table fitted to the console's width, and a line naming what did not fit. A title
+    that repeats the heading printed just above it is left out."""
     rendered, hidden = rich_table(table, con.width, wide=wide)
+    if table.title == heading:
+        rendered.title = None
     if wide:  # every column at its natural width; a narrow terminal wraps the lines
         natural = Console(file=con.file, width=max(con.width, measure(rendered)),
                           color_system=con.color_system,  # type: ignore[arg-type]
@@ -109,7 +112,7 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         con.print(RichPanel(Text("\n".join(panel.lines)), title=panel.title,
                             title_align="left", border_style=border, expand=False))
     if result.table.terminal:
-        show_table(con, result.table, wide=wide)
+        show_table(con, result.table, wide=wide, heading=result.title)
     else:
         con.print(Text(f"{result.table.title}: {len(result.table.rows)} rows in table.csv, "
                        "table.md and results.json", style="dim"))
