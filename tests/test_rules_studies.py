@@ -82,6 +82,15 @@ def test_gaussian_rows_carry_the_rem_prediction() -> None:
     assert np.isfinite(high["mean_participation_se"])
 
 
-def test_variance_refuses_rules_that_are_not_a_factor() -> None:
-    with pytest.raises(InputError, match="not a multiple of q·k"):
-        spec_mod.load(None, study="variance", overrides={"dims": [4], "scalings": ["softcap:5"]})
+@pytest.mark.parametrize(("rule", "message"), [
+    ("softcap:5", "softcap:5 caps the scores .*not a multiple of q·k"),
+    ("qknorm", "qknorm normalises q and k .*not a multiple of q·k"),
+    ("qknorm:rms", "qknorm:rms normalises q and k"),
+    # logn IS a multiple of q·k; what the variance study lacks is the number of keys n
+    ("logn:0.43", r"logn:0.43 multiplies q·k by 0.43·ln n, n the number of keys.*no n\)"),
+])
+def test_variance_refuses_rules_it_cannot_measure_and_says_why(rule: str, message: str) -> None:
+    with pytest.raises(InputError, match=message) as err:
+        spec_mod.load(None, study="variance", overrides={"dims": [4], "scalings": [rule]})
+    if rule.startswith("logn"):
+        assert "not a multiple" not in str(err.value)
