@@ -202,17 +202,13 @@ def test_no_theory_slope_for_aligned_weights() -> None:
 
 
 def test_rules_of_issue_15_run_through_the_study_code() -> None:
-    """qknorm, qknorm:rms, softcap and logn (stand-ins until branch `rules` is merged): the
-    rows build, scores under normalisation or a cap get no exact theory, logn's factor uses
+    """qknorm, qknorm:rms, softcap and logn, parsed as a spec parses them: the rows build, scores under normalisation or a cap get no exact theory, logn's factor uses
     n = keys, and the cap bounds every score."""
-    from test_attention_grad import StandIn
-
     from sdpa_cli.studies.gradients import _row
 
     spec = specs.load(None, study="gradients", overrides={
         "dims": [8], "d_model": 6, "keys": 5, "trials": 50, "seed": 2})
-    rules = [StandIn("qknorm", power=0.5, norm="layer"), StandIn("qknorm:rms", power=0.5,
-             norm="rms"), StandIn("softcap:2", power=0.5, cap=2.0), StandIn("logn:1", log_n=1.0)]
+    rules = [Scaling.parse(r) for r in ("qknorm", "qknorm:rms", "softcap:2", "logn:1")]
     layer = spec.layer(8)
     values = trial_values(draw(np.random.default_rng(4), layer, 50), layer, rules)
     rows = [_row(spec, 8, r, v) for r, v in zip(rules, values, strict=True)]
