@@ -18,7 +18,6 @@ from sdpa_cli.numerics.attention_grad import (
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.softmax import jacobian
 
-
 RULES = [
     Scaling.parse("none"),
     Scaling.parse("sqrt"),

@@ -30,7 +30,8 @@ def fit_slope(x: np.ndarray | list[float], y: np.ndarray | list[float],
               se: np.ndarray | list[float] | None = None) -> Slope:
     """Slope of ln y against ln x. With per-point standard errors of y, a weighted fit with
     weights 1/se_ln y² (se_ln y = se_y/y by the delta method) and the slope's se from those
-    weights, scaled by √(χ²/ν) when the points scatter more than their errors; without them, ordinary least squares and se from the residuals (k − 2 dof).
+    weights, scaled by √(χ²/ν) when the points scatter more than their errors; without them,
+    ordinary least squares and se from the residuals (k − 2 dof).
     Points with y ≤ 0 or x ≤ 0 have no logarithm and are dropped."""
     xa = np.asarray(x, dtype=float)
     ya = np.asarray(y, dtype=float)
