@@ -83,6 +83,7 @@ def _saturation_figures() -> Mapping[str, Renderer]:
         "saturation.phase_diagram": j.draw_phase_diagram,
         "rules.leading_keys": r.draw_leading_keys,
         "rules.rem_participation": r.draw_rem_participation,
+        "rules.vs_keys": r.draw_vs_keys,
     }
 
 

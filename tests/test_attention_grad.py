@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -19,29 +18,6 @@ from sdpa_cli.numerics.attention_grad import (
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.softmax import jacobian
 
-
-@dataclass(frozen=True)
-class StandIn:
-    """A rule with the fields SCALING-CONTRACT.md adds (norm, cap, log_n), for use before
-    branch `rules` is merged; factor(d, n) follows the contract."""
-
-    label: str
-    power: float = 0.0
-    temperature: float = 1.0
-    cosine: bool = False
-    norm: str | None = None
-    cap: float | None = None
-    log_n: float | None = None
-
-    def factor(self, d: int | float, n: int | None = None) -> float:
-        f = 1.0 / (self.temperature * float(d) ** self.power)
-        if self.log_n is not None:
-            if n is None:
-                raise ValueError("logn needs n")
-            f *= self.log_n * math.log(n)
-        return f
-
-
 RULES = [
     Scaling.parse("none"),
     Scaling.parse("sqrt"),
@@ -50,11 +26,13 @@ RULES = [
     Scaling.parse("power:0.75"),
     Scaling.parse("cosine"),
     Scaling.parse("cosine:0.2"),
-    StandIn("qknorm", power=0.5, norm="layer"),
-    StandIn("qknorm:rms", power=0.5, norm="rms"),
-    StandIn("softcap:2", power=0.5, cap=2.0),
-    StandIn("logn:0.5", log_n=0.5),
-    StandIn("linear:4", power=1.0, temperature=0.25),
+    Scaling.parse("qknorm"),
+    Scaling.parse("qknorm:rms"),
+    Scaling.parse("softcap:2"),
+    Scaling.parse("logn:0.5"),
+    Scaling.parse("linear:4"),
+    Scaling.parse("mup"),
+    Scaling.parse("mup:2"),
 ]
 SIZES = [(1, 2, 1, 1), (4, 5, 3, 2), (6, 3, 8, 4)]  # (n, d_model, d_k, d_v)
 H = 1e-5
@@ -133,7 +111,7 @@ def test_batched_weights_equal_a_loop_over_trials() -> None:
     X = rng.standard_normal((B, n, dm))
     W = [rng.standard_normal((B, dm, d)) / 2 for d in (dk, dk, dv)]
     G = rng.standard_normal((B, n, dv))
-    rule = StandIn("qknorm", power=0.5, norm="layer")
+    rule = Scaling.parse("qknorm")
     out, cache = forward(X, *W, rule, causal=True)
     g = backward(cache, G)
     for b in range(B):
@@ -173,11 +151,13 @@ def test_row_jacobian_norms_match_the_explicit_jacobian() -> None:
 def test_rule_params_reads_old_and_new_scalings() -> None:
     assert rule_params(Scaling.parse("sqrt"), 16, 8).factor == pytest.approx(0.25)
     assert rule_params(Scaling.parse("cosine:0.5"), 16, 8).norm == "cosine"
-    p = rule_params(StandIn("logn:2", log_n=2.0), 16, 8)
+    p = rule_params(Scaling.parse("logn:2"), 16, 8)
     assert p.factor == pytest.approx(2 * math.log(8))
-    assert rule_params(StandIn("softcap:30", power=0.5, cap=30.0), 4, 8).cap == 30.0
+    assert rule_params(Scaling.parse("softcap:30"), 4, 8).cap == 30.0
+    assert rule_params(Scaling.parse("mup"), 64, 8).factor == 0.125  # 8/d = 1/√d at d = 64
+    assert rule_params(Scaling.parse("linear:4"), 16, 8).factor == 0.25
     with pytest.raises(ValueError, match="normalisation"):
-        rule_params(StandIn("odd", norm="weird"), 4, 4)
+        rule_params(Scaling(label="odd", power=0.5, norm="weird"), 4, 4)
 
 
 @settings(max_examples=40, deadline=None)

@@ -244,3 +244,21 @@ def test_gradient_slope_titles_stay_on_the_canvas_with_many_rules(tmp_path: Path
                     " 'cosine:0.1']\n", encoding="utf-8")
     fig = dict(drawn_figures(path))["gradient_norms"]
     assert problems(fig) == []
+
+
+@pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
+def test_versus_keys_figure_is_log_log_with_every_rule(tmp_path: Path, study: str) -> None:
+    """Random q, k versus n: one row of three panels per d_k, x log in n with the key counts
+    as ticks, the weights and ‖J‖_F (or the spread) on log y, every rule in the legend."""
+    path = tmp_path / "keys.yaml"
+    path.write_text(f"study: {study}\ndims: [16, 32]\nkeys: [8, 32, 128]\ntrials: 30\n"
+                    "seed: 2\nscalings: [none, sqrt, 'logn:0.43', qknorm]\n", encoding="utf-8")
+    fig = dict(drawn_figures(path))["saturation_vs_keys"]
+    assert problems(fig) == []
+    assert len(fig.axes) == 6
+    assert [ax.get_xscale() for ax in fig.axes] == ["log"] * 6
+    assert [ax.get_yscale() for ax in fig.axes[:3]] == ["log", "linear", "log"]
+    assert visible_tick_labels(fig.axes[0].xaxis) == ["8", "32", "128"]
+    legend = [t.get_text() for t in fig.axes[0].get_legend().texts]
+    assert len(legend) == 5 and legend[0].startswith("uniform")  # 1/n, then the 4 rules
+    assert "sqrt: q·k/√d" in legend

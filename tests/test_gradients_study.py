@@ -202,17 +202,14 @@ def test_no_theory_slope_for_aligned_weights() -> None:
 
 
 def test_rules_of_issue_15_run_through_the_study_code() -> None:
-    """qknorm, qknorm:rms, softcap and logn (stand-ins until branch `rules` is merged): the
-    rows build, scores under normalisation or a cap get no exact theory, logn's factor uses
-    n = keys, and the cap bounds every score."""
-    from test_attention_grad import StandIn
-
+    """qknorm, qknorm:rms, softcap and logn, parsed as a spec parses them: the rows build,
+    scores under normalisation or a cap get no exact theory, logn's factor uses n = keys,
+    and the cap bounds every score."""
     from sdpa_cli.studies.gradients import _row
 
     spec = specs.load(None, study="gradients", overrides={
         "dims": [8], "d_model": 6, "keys": 5, "trials": 50, "seed": 2})
-    rules = [StandIn("qknorm", power=0.5, norm="layer"), StandIn("qknorm:rms", power=0.5,
-             norm="rms"), StandIn("softcap:2", power=0.5, cap=2.0), StandIn("logn:1", log_n=1.0)]
+    rules = [Scaling.parse(r) for r in ("qknorm", "qknorm:rms", "softcap:2", "logn:1")]
     layer = spec.layer(8)
     values = trial_values(draw(np.random.default_rng(4), layer, 50), layer, rules)
     rows = [_row(spec, 8, r, v) for r, v in zip(rules, values, strict=True)]
@@ -222,3 +219,73 @@ def test_rules_of_issue_15_run_through_the_study_code() -> None:
     assert all(r.grad_wq_mean and r.grad_wq_mean > 0 for r in rows)
     assert theory_slope(spec, rules[0], "wq")[0] == 0.5
     assert theory_slope(spec, rules[2], "wq")[0] is None
+
+
+def test_slope_se_covers_means_that_scatter_beyond_their_errors() -> None:
+    x = [0.0, 1.0, 2.0, 3.0]
+    slope, se = fit_slope(x, [0.0, 1.5, 1.5, 3.0], [0.01] * 4)  # a bent run, tiny errors
+    assert slope == pytest.approx(0.9)
+    resid = [0.0 - (0.15 + 0.0), 1.5 - (0.15 + 0.9), 1.5 - (0.15 + 1.8), 3.0 - (0.15 + 2.7)]
+    chi2 = sum((r / 0.01) ** 2 for r in resid) / 2
+    assert se == pytest.approx(0.01 / math.sqrt(5.0) * math.sqrt(chi2))
+
+
+def _slope_fixture(means: list[float], se: float, rule: str = "linear"):
+    from sdpa_cli.studies.gradient_theory import slope_checks, slope_rows
+
+    dims = [16, 64, 256, 1024]
+    spec = specs.load(None, study="gradients", overrides={
+        "dims": dims, "scalings": [rule], "seed": 1})
+    rows = [{"dim": d, "scaling": rule, **{f"grad_{g}_mean": m for g in ("wq", "wk", "wv", "x")},
+             **{f"grad_{g}_se": se * m for g in ("wq", "wk", "wv", "x")},
+             **{f"grad_{g}_median": m for g in ("wq", "wk", "wv", "x")}}
+            for d, m in zip(dims, means, strict=True)]
+    return {c.name: c for c in slope_checks(spec, rows, slope_rows(spec, rows), K)}
+
+
+def test_slope_check_passes_on_the_theory_line_and_fails_off_it() -> None:
+    flat = _slope_fixture([3.0, 3.0, 3.0, 3.0], 0.01)  # ÷d: W_Q, W_K theory 0, W_V and X ½
+    assert flat["linear W_Q slope"].passed
+    assert not flat["linear W_V slope"].passed  # slope 0 against ½, se 0.01/ln 4 each
+    assert "vs d_k → ∞ theory +0.5" in flat["linear W_V slope"].detail
+    half = _slope_fixture([4.0 * 2.0**k for k in range(4)], 0.01)  # d^½ exactly
+    assert half["linear W_V slope"].passed and not half["linear W_Q slope"].passed
+
+
+def test_slope_check_is_not_applied_while_the_curve_still_bends() -> None:
+    """Local slopes 0.1, 0.25, 0.4 (μP's W_V does this at d_model 32): the last step is
+    not the asymptote, and the check says so instead of failing it."""
+    means = [1.0]
+    for step in (0.1, 0.25, 0.4):
+        means.append(means[-1] * 4.0**step)
+    checks = _slope_fixture(means, 0.005)
+    assert checks["linear W_V slope"].passed
+    assert "still bending" in checks["linear W_V slope"].detail
+    assert "not checked" in checks["linear W_V slope"].detail
+
+
+def test_aligned_weights_under_linear_scaling_have_derived_slopes() -> None:
+    spec = specs.load(None, study="gradients", overrides={
+        "dims": [4, 8], "alignment": 0.5, "scalings": ["linear", "sqrt", "cosine"], "seed": 1})
+    lin, sq, cos = spec.scalings
+    assert [theory_slope(spec, lin, g)[0] for g in ("wq", "wk", "wv", "x")] == [0, 0, 0.5, 0.5]
+    assert theory_slope(spec, lin, "wq")[1].startswith("limit:")
+    assert theory_slope(spec, sq, "wq")[0] is None and theory_slope(spec, cos, "wv")[0] is None
+
+
+def test_unscaled_w_v_slope_is_a_slow_limit_and_not_checked() -> None:
+    spec = specs.load(None, study="gradients", overrides={"dims": [4, 8], "seed": 1})
+    slope, basis = theory_slope(spec, Scaling.parse("none"), "wv")
+    assert slope == 0.5 and basis.startswith("slow limit")
+
+
+@pytest.mark.parametrize("name", ["independent", "aligned"])
+def test_shipped_specs_pass_their_slope_checks(name: str) -> None:
+    """At the shipped sizes every derived slope is checked on the last step and met."""
+    spec = specs.load(EXPERIMENTS / "gradients" / f"{name}.yaml")
+    result = gradients.run(spec, RunContext(workers=1))
+    slope = [c for c in result.checks if c.name.endswith(" slope")]
+    assert {c.name.split()[0] for c in slope} == ({"sqrt", "linear"} if name == "independent"
+                                                  else {"linear"})
+    assert len(slope) == (8 if name == "independent" else 4)
+    assert all(c.passed and "not checked" not in c.detail for c in slope), slope

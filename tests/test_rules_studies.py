@@ -82,6 +82,74 @@ def test_gaussian_rows_carry_the_rem_prediction() -> None:
     assert np.isfinite(high["mean_participation_se"])
 
 
-def test_variance_refuses_rules_that_are_not_a_factor() -> None:
-    with pytest.raises(InputError, match="not a multiple of q·k"):
-        spec_mod.load(None, study="variance", overrides={"dims": [4], "scalings": ["softcap:5"]})
+@pytest.mark.parametrize(("rule", "message"), [
+    ("softcap:5", "softcap:5 caps the scores .*not a multiple of q·k"),
+    ("qknorm", "qknorm normalises q and k .*not a multiple of q·k"),
+    ("qknorm:rms", "qknorm:rms normalises q and k"),
+    # logn IS a multiple of q·k; what the variance study lacks is the number of keys n
+    ("logn:0.43", r"logn:0.43 multiplies q·k by 0.43·ln n, n the number of keys.*no n\)"),
+])
+def test_variance_refuses_rules_it_cannot_measure_and_says_why(rule: str, message: str) -> None:
+    with pytest.raises(InputError, match=message) as err:
+        spec_mod.load(None, study="variance", overrides={"dims": [4], "scalings": [rule]})
+    if rule.startswith("logn"):
+        assert "not a multiple" not in str(err.value)
+
+
+@pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
+def test_keys_axis_gives_a_figure_a_slope_table_and_a_true_title(study: str) -> None:
+    """Random q, k at one d and three key counts: the table says "versus n", a versus-n figure
+    and slopes versus n; the score spread of every rule but logn does not depend on n (its
+    fit through exact values is 0) and logn's has the finite-n slope of S·ln n."""
+    result = _run(study, dims=[16], keys=[8, 32, 128], trials=60, seed=5,
+                  scalings=["none", "sqrt", "logn:0.43"])
+    assert "versus the number of keys n at d_k = 16" in result.title
+    assert "saturation_vs_keys" in [f.name for f in result.figures]
+    assert "saturation_vs_dim" not in [f.name for f in result.figures]
+    slopes = {(r["scaling"], r["quantity"]): r
+              for r in next(t for t in result.tables if t.name == "slopes_vs_n").rows}
+    quantities = {q for _, q in slopes}
+    assert quantities == ({"score_std", "max_prob", "entropy_ratio"} |
+                          ({"mean_frobenius"} if study == "jacobian" else set()))
+    assert slopes[("sqrt", "score_std")]["finite_n_theory_slope"] == 0.0
+    lnn = slopes[("logn:0.43", "score_std")]
+    assert 1 / math.log(128) < lnn["finite_n_theory_slope"] < 1 / math.log(8)
+    assert lnn["theory_slope"] is None and "no power law" in lnn["theory_basis"]
+    assert all(r["agrees"] for r in slopes.values() if r["agrees"] is not None)
+    assert slopes[("sqrt", "max_prob")]["theory_slope"] == -1.0
+    assert slopes[("sqrt", "max_prob")]["slope"] < -0.4  # the weight of a ÷√d row fades
+    # unscaled rows (s = 4 > √(2 ln 128) = 3.1) are mostly frozen: their top weight holds
+    assert slopes[("none", "max_prob")]["slope"] > slopes[("sqrt", "max_prob")]["slope"] + 0.3
+    assert all(c.passed for c in result.checks)
+    assert sum(c.name.endswith("slope vs n") for c in result.checks) == 3
+
+
+def test_keys_axis_slope_check_fails_when_measured_and_theory_disagree() -> None:
+    """The check is a real test: rows measuring logn's spread S·ln n·σ to 1% pass against
+    their exact values and fail against a theory that claims the spread n-free."""
+    from sdpa_cli.studies import keys_axis
+
+    spec = spec_mod.load(None, study="softmax-sweep", overrides={
+        "dims": [16], "keys": [8, 32, 128], "trials": 20, "seed": 5, "scalings": ["logn:0.43"]})
+    rows = registry.get("softmax-sweep").run(spec, RunContext(workers=1)).rows
+    sharp = [{**r, "score_var": r["theory_score_var"], "score_var_z": 0.0,
+              "score_var_se": 0.01 * r["theory_score_var"]} for r in rows]
+    _, checks = keys_axis.slope_table(spec, sharp, ("score_std",), spec.se_tolerance)
+    assert [c.passed for c in checks] == [True]
+    flat = [{**r, "theory_score_var": rows[0]["theory_score_var"]} for r in sharp]
+    _, checks = keys_axis.slope_table(spec, flat, ("score_std",), spec.se_tolerance)
+    assert [c.passed for c in checks] == [False]
+
+
+@pytest.mark.parametrize(("dims", "keys", "title", "figures"), [
+    ([16, 64], [8], "versus d_k, by scaling rule", {"saturation_vs_dim"}),
+    ([16], [8, 32], "versus the number of keys n at d_k = 16", {"saturation_vs_keys"}),
+    ([16, 64], [8, 32], "versus d_k and the number of keys n",
+     {"saturation_vs_dim", "saturation_vs_keys"}),
+])
+def test_keys_axis_title_and_figures_follow_the_axes(dims, keys, title, figures) -> None:
+    result = _run("softmax-sweep", dims=dims, keys=keys, trials=20, seed=1,
+                  scalings=["sqrt"])
+    assert title in result.title
+    assert figures <= {f.name for f in result.figures}
+    assert ("slopes_vs_n" in [t.name for t in result.tables]) is False  # < 3 key counts

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import (
     MAX_DRAWS,
     Float,
@@ -98,10 +99,10 @@ class VarianceSpec(VectorLawFields):
             if label in labels[:i]:
                 raise SpecFieldError(("scalings", i), f"{label!r} is listed twice")
         for i, s in enumerate(self.scalings):
-            # the variance study measures q·k times a factor; these rules are not a factor
-            if s.norm is not None or s.cap is not None or s.log_n is not None:
-                raise SpecFieldError(("scalings", i), f"{s.label} is not a multiple of q·k; "
-                                     "measure it with softmax-sweep or jacobian (--dims)")
+            # the variance study measures q·k times a factor of d alone, one pair at a time
+            why = _refusal(s)
+            if why is not None:
+                raise SpecFieldError(("scalings", i), why)
         if self.method == "exact" and any(s.cosine for s in self.scalings):
             raise SpecFieldError(("scalings",), "cosine scaling needs the vectors: method direct")
         per_pair = 3 if self.method == "exact" else 2
@@ -113,3 +114,18 @@ class VarianceSpec(VectorLawFields):
                 f"is {MAX_DRAWS:.0e}: lower pairs or dims, or use method: exact"
             )
         return self
+
+
+def _refusal(s: Scaling) -> str | None:
+    """Why the variance study cannot measure rule s (None when it can), in that rule's terms."""
+    if s.log_n is not None:
+        return (f"{s.label} multiplies q·k by {s.log_n:g}·ln n, n the number of keys, and the "
+                "variance study draws single q·k pairs (it has no n); measure it with "
+                "softmax-sweep or jacobian (--dims, --keys)")
+    if s.norm is not None:
+        return (f"{s.label} normalises q and k before the product, so its scores are not a "
+                "multiple of q·k; measure it with softmax-sweep or jacobian (--dims)")
+    if s.cap is not None:
+        return (f"{s.label} caps the scores (C·tanh(s/C)), so they are not a multiple of q·k; "
+                "measure it with softmax-sweep or jacobian (--dims)")
+    return None

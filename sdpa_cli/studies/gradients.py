@@ -21,7 +21,7 @@ from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
 from sdpa_cli.studies.context import SERIAL, RunContext
-from sdpa_cli.studies.gradient_theory import slope_rows, theory_lines
+from sdpa_cli.studies.gradient_theory import slope_checks, slope_rows, theory_lines
 from sdpa_cli.studies.result import (
     Check,
     Column,
@@ -137,7 +137,9 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
             typed.append(row)
             checks.append(_check(row, k))
     rows = [as_row(r) for r in typed]
-    slopes = [as_row(r) for r in slope_rows(spec, rows)]
+    typed_slopes = slope_rows(spec, rows)
+    checks.extend(slope_checks(spec, rows, typed_slopes, k))
+    slopes = [as_row(r) for r in typed_slopes]
     return assemble(
         spec, study="gradients", title="Gradients through one attention layer versus d_k",
         table=Table("gradients", "Gradient norms at initialisation by d_k and rule", COLUMNS,

@@ -14,10 +14,10 @@ from sdpa_cli.numerics.peak import refine_peak
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import JacobianSpec
+from sdpa_cli.studies import keys_axis, score_findings, score_text
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
-from sdpa_cli.studies import score_findings, score_text
 from sdpa_cli.studies.common import assemble, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
@@ -119,8 +119,16 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
             tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
                                 SLOPE_COLUMNS, tuple(as_row(r) for r in slopes)))
             checks.extend(slope_checks)
+        if len(spec.key_list) >= 3:
+            by_n, n_checks = keys_axis.slope_table(spec, rows, keys_axis.JACOBIAN_QUANTITIES,
+                                                   spec.se_tolerance)
+            tables.append(Table("slopes_vs_n", "Coordinate check: log-log slopes versus n",
+                                keys_axis.SLOPE_COLUMNS, tuple(as_row(r) for r in by_n)))
+            checks.extend(n_checks)
+        if len(spec.key_list) >= 2:
+            figures.append(keys_axis.vs_keys_figure(spec, rows, jacobian=True))
         columns = VECTOR_COLUMNS
-        title = "Softmax Jacobian versus d_k, by scaling rule"
+        title = keys_axis.table_title("Softmax Jacobian", spec)
         if spec.mask == "causal":
             notes.append("causal mask: the first query has one key, so its J is exactly 0.")
     else:

@@ -84,7 +84,8 @@ LEADING_THEORY = (
 SLOPE_FIELDS = row_fields(SlopeRow)
 
 
-def _q(r: Mapping[str, Any], name: str) -> tuple[float | None, float | None, float | None]:
+def headline(r: Mapping[str, Any], name: str
+             ) -> tuple[float | None, float | None, float | None]:
     """(value, se, exact theory value) of a headline quantity in one source-2 row."""
     if name == "score_std":
         var, se, th = r["score_var"], r["score_var_se"], r["theory_score_var"]
@@ -120,7 +121,7 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
             for name in quantities:
                 if name == "self_score_mean" and spec.correlation == 0:
                     continue
-                vals = [_q(r, name) for r in pts]
+                vals = [headline(r, name) for r in pts]
                 dims = [r["dim"] for r in pts]
                 y = [v[0] if v[0] is not None else math.nan for v in vals]
                 se = [v[1] if v[1] is not None else math.nan for v in vals]

@@ -256,6 +256,22 @@ class SlopeRow:
     agrees: bool | None
 
 
+@dataclass(frozen=True)
+class KeySlopeRow:
+    """Log-log slope of one headline quantity against the number of keys n, per d and rule."""
+
+    dim: int
+    scaling: str
+    quantity: str
+    slope: float | None
+    slope_se: float | None
+    method: str
+    theory_slope: float | None  # n → ∞ at fixed d, where known
+    finite_n_theory_slope: float | None  # the same fit through exact theory values
+    agrees: bool | None
+    theory_basis: str  # where the n → ∞ slope comes from, or why none is known
+
+
 SWEEP_FIELDS = {
     "leading": row_fields(LeadingRow), "explicit": row_fields(SweepExplicitRow),
     "vectors": row_fields(SweepVectorRow), "gaussian": row_fields(SweepGaussianRow),

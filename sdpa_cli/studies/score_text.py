@@ -21,6 +21,10 @@ def expect_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
                    "unless the scores are multiplied by a factor that grows like ln n.",
     }[spec.score_source]
     lines = [first]
+    if spec.score_source == "vectors" and len(spec.key_list) >= 2:
+        lines.append("At a fixed spread, more keys share the weight: the largest weight fades "
+                     "towards 1/n unless the spread grows with n (logn multiplies the scores "
+                     "by S·ln n, which outgrows √(2 ln n) and freezes the rows instead).")
     if jacobian:
         lines.append("The gradient through softmax (its Jacobian) vanishes at both ends, "
                      "uniform weights and one-hot weights, and is largest in between.")
@@ -67,6 +71,15 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
                      "its average over the n query rows and se = sd(trial averages)/√trials; "
                      "the score law is checked at two fixed positions per trial (exact se of "
                      "a sample variance, exact fourth moment).")
+        if len(spec.key_list) >= 2:
+            lines.append("Versus n at fixed d (slopes_vs_n, for ≥ 3 key counts): the score "
+                         "law of every rule but logn does not depend on n (slope 0, checked "
+                         "against the fit through the exact values); logn's spread S·ln n·σ "
+                         "has local slope 1/ln n (no power law; that fit is checked too). For "
+                         "n iid scores of fixed spread s, once n > e^(s²/2): largest weight ≈ "
+                         "e^(s√(2 ln n) − s²/2)/n (slope −1 + s/√(2 ln n) → −1), entropy ≈ "
+                         "ln n − s²/2 (entropy ÷ ln n → slope 0), ‖J‖_F ≈ e^(s²/2)/√n (→ −½); "
+                         "these limits come slowly and are printed, not checked.")
         lines.extend(rule_lines(spec))
     else:
         lines.append("Each trial is one row of n iid scores: se = sd/√trials. Every s reuses "

@@ -15,10 +15,10 @@ from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
+from sdpa_cli.studies import keys_axis, score_findings, score_text
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
-from sdpa_cli.studies import score_findings, score_text
 from sdpa_cli.studies.common import assemble, divisor_label, finite, law_of
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
@@ -117,8 +117,16 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
             tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
                                 SLOPE_COLUMNS, tuple(as_row(r) for r in slopes)))
             checks.extend(slope_checks)
+        if len(spec.key_list) >= 3:
+            by_n, n_checks = keys_axis.slope_table(spec, rows, keys_axis.SWEEP_QUANTITIES,
+                                                   spec.se_tolerance)
+            tables.append(Table("slopes_vs_n", "Coordinate check: log-log slopes versus n",
+                                keys_axis.SLOPE_COLUMNS, tuple(as_row(r) for r in by_n)))
+            checks.extend(n_checks)
+        if len(spec.key_list) >= 2:
+            figures.append(keys_axis.vs_keys_figure(spec, rows, jacobian=False))
         columns = _vector_columns(spec, vector)
-        title = "Softmax saturation versus d_k, by scaling rule"
+        title = keys_axis.table_title("Softmax saturation", spec)
     else:
         gaussian, checks, figures = _gaussian_run(spec, ctx)
         rows = [as_row(r) for r in gaussian]
