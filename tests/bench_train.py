@@ -48,11 +48,12 @@ def step_fn(task: recall.Task) -> Callable[[], object]:
     opt = recall.Optimiser("adam", 1e-3)
     scaling = Scaling.parse("sqrt")
     names = recall.trained_names(task)
+    theta = {"trained": recall.pack(params, names)}  # as recall.train does
 
     def step() -> object:
         b = recall.draw_batch(task, BATCH, rng)
         _, grads = recall.loss_and_grads(params, b, scaling, task)
-        opt.step(params, {n: grads[n] for n in names})
+        opt.step(theta, {"trained": recall.flat_grad(grads, names)})
         return None
 
     return step
