@@ -22,6 +22,7 @@ import numpy as np
 
 from sdpa_cli.numerics import recall
 from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.process import keep_freed_memory
 
 BATCH = 32
 ROUNDS = 9
@@ -43,6 +44,7 @@ def interleaved_best(fns: list[Callable[[], object]], inner: int) -> list[float]
 
 
 def step_fn(task: recall.Task) -> Callable[[], object]:
+    keep_freed_memory()  # as the train study does
     rng = np.random.default_rng(0)
     params = recall.init_params(task, rng)
     opt = recall.Optimiser("adam", 1e-3)
