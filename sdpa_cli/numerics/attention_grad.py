@@ -41,9 +41,10 @@ def rule_params(scaling: Any, d_k: int, n_keys: int) -> RuleParams:
 
 @dataclass(frozen=True)
 class AttentionGrads:
-    """∂L/∂X, ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V, each the shape of its input."""
+    """∂L/∂X, ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V, each the shape of its input (dX None when the
+    caller did not ask for it)."""
 
-    dX: np.ndarray
+    dX: np.ndarray | None
     dWQ: np.ndarray
     dWK: np.ndarray
     dWV: np.ndarray
@@ -137,7 +138,8 @@ def forward(
     Q, K, V = projected if projected is not None else (X @ WQ, X @ WK, X @ WV)
     Qn, q_scale = _normalise(Q, params.norm)
     Kn, k_scale = _normalise(K, params.norm)
-    S = params.factor * (Qn @ np.swapaxes(Kn, -1, -2))
+    S = Qn @ np.swapaxes(Kn, -1, -2)
+    S *= params.factor  # in place: one 8·B·n² byte temporary fewer
     th = None
     if params.cap is not None:
         th = np.tanh(S / params.cap)
@@ -174,27 +176,33 @@ def _weight_grad(X: np.ndarray, dY: np.ndarray, w_shape: tuple[int, ...]) -> np.
     return _sum_to(_t(X) @ dY, w_shape)
 
 
-def backward(cache: Cache, dO: np.ndarray) -> AttentionGrads:
+def backward(cache: Cache, dO: np.ndarray, *, input_grad: bool = True) -> AttentionGrads:
     """Hand-written gradients of L for ∂L/∂O = dO (same shape as O). W_Q and W_K are
-    separate parameters here even when the caller built W_K from W_Q (alignment)."""
+    separate parameters here even when the caller built W_K from W_Q (alignment).
+    input_grad=False skips ∂L/∂X (dX is None): three products a caller with fixed inputs
+    (the train study's fixed embeddings) does not need."""
     c = cache
     dO = np.asarray(dO, dtype=float)
     dV = _t(c.P) @ dO
-    dP = dO @ _t(c.V)
     # Softmax rows: dS = P∘(dP − ⟨dP, P⟩); masked weights are exactly 0, so they get 0.
-    dS = c.P * (dP - np.sum(dP * c.P, axis=-1, keepdims=True))
+    # Done in place on dP (the same operations in the same order as the formula).
+    dS = dO @ _t(c.V)  # dP
+    dS -= np.sum(dS * c.P, axis=-1, keepdims=True)
+    dS *= c.P
     if c.tanh is not None:
-        dS = dS * (1.0 - c.tanh * c.tanh)
-    dRaw = c.params.factor * dS
-    dQn = dRaw @ c.Kn
-    dKn = _t(dRaw) @ c.Qn
+        dS *= 1.0 - c.tanh * c.tanh
+    dS *= c.params.factor  # ∂L/∂(q̃·k̃)
+    dQn = dS @ c.Kn
+    dKn = _t(dS) @ c.Qn
     dQ = _normalise_back(dQn, c.Qn, c.q_scale, c.params.norm)
     dK = _normalise_back(dKn, c.Kn, c.k_scale, c.params.norm)
     dWQ = _weight_grad(c.X, dQ, c.WQ.shape)
     dWK = _weight_grad(c.X, dK, c.WK.shape)
     dWV = _weight_grad(c.X, dV, c.WV.shape)
-    dX = dQ @ _t(c.WQ) + dK @ _t(c.WK) + dV @ _t(c.WV)
-    return AttentionGrads(dX=_sum_to(dX, c.X.shape), dWQ=dWQ, dWK=dWK, dWV=dWV)
+    dX = None
+    if input_grad:
+        dX = _sum_to(dQ @ _t(c.WQ) + dK @ _t(c.WK) + dV @ _t(c.WV), c.X.shape)
+    return AttentionGrads(dX=dX, dWQ=dWQ, dWK=dWK, dWV=dWV)
 
 
 def frobenius(a: np.ndarray, batch_dims: int) -> np.ndarray:

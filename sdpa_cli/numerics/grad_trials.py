@@ -97,7 +97,7 @@ def trial_values(draws: tuple[np.ndarray, ...], layer: Layer,
         frozen = (cache.row_jacobian_norms() < FROZEN_BELOW).mean(axis=-1)
         out.append(TrialValues(
             wq=frobenius(g.dWQ, 1), wk=frobenius(g.dWK, 1), wv=frobenius(g.dWV, 1),
-            x=frobenius(g.dX, 1), frozen=frozen,
+            x=frobenius(np.asarray(g.dX), 1), frozen=frozen,
             score_ms=(s * s).sum(axis=(-1, -2)) / count, score_mean=s.sum(axis=(-1, -2)) / count,
         ))
     return out

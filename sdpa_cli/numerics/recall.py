@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,25 @@ def init_params(task: Task, rng: np.random.Generator) -> Params:
 def trained_names(task: Task) -> tuple[str, ...]:
     base = ("wq", "wk", "wv", "readout", "bias")
     return (*base, "key_embed", "value_embed") if task.learned_embeddings else base
+
+
+def pack(params: Params, names: Sequence[str]) -> Array:
+    """The named parameters copied into one vector, each then replaced in `params` by a view
+    of its part: an update of the vector updates them all. The optimiser then makes one array
+    operation per line of its update instead of one per parameter (element by element the
+    same arithmetic, so the same numbers)."""
+    flat = np.concatenate([params[n].ravel() for n in names])
+    start = 0
+    for n in names:
+        shape, size = params[n].shape, params[n].size
+        params[n] = flat[start:start + size].reshape(shape)
+        start += size
+    return flat
+
+
+def flat_grad(grads: Params, names: Sequence[str]) -> Array:
+    """The named gradients in pack's order, as one vector."""
+    return np.concatenate([grads[n].ravel() for n in names])
 
 
 def embed(params: Params, batch: Batch) -> Array:
@@ -139,7 +158,7 @@ def loss_and_grads(params: Params, batch: Batch, scaling: Scaling,
     }
     d_out = np.zeros((n, f.x.shape[1], params["wv"].shape[1]))
     d_out[:, -1, :] = dlogits @ params["readout"].T
-    g = attention_grad.backward(f.cache, d_out)
+    g = attention_grad.backward(f.cache, d_out, input_grad=task.learned_embeddings)
     grads["wq"], grads["wk"], grads["wv"] = g.dWQ, g.dWK, g.dWV
     if task.learned_embeddings:
         dx = np.asarray(g.dX)
@@ -180,9 +199,14 @@ class Optimiser:
             m += (1.0 - b1) * g
             v *= b2
             v += (1.0 - b2) * (g * g)
-            m_hat = m / (1.0 - b1**t)
-            v_hat = v / (1.0 - b2**t)
-            params[name] -= self.lr * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
+            # lr·m̂ / (√v̂ + ε), in place on two temporaries (the same operations in order)
+            step = m / (1.0 - b1**t)
+            step *= self.lr
+            root = v / (1.0 - b2**t)
+            np.sqrt(root, out=root)
+            root += ADAM_EPS
+            step /= root
+            params[name] -= step
 
 
 # --- one training run --------------------------------------------------------------------------
@@ -207,6 +231,7 @@ def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int
     """Train from the generators' states; the same generators give the same bytes."""
     params = init_params(task, init_rng)
     names = trained_names(task)
+    theta = {"trained": pack(params, names)}  # the optimiser sees one parameter vector
     opt = Optimiser(optimiser, lr)
     logged: dict[str, list[float]] = {k: [] for k in LOG_FIELDS}
     at: list[int] = []
@@ -226,7 +251,7 @@ def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int
             if not all(math.isfinite(v) for v in (f.loss, gq, gk)) or f.loss > blown:
                 diverged = step
             else:
-                opt.step(params, {n: grads[n] for n in names})
+                opt.step(theta, {"trained": flat_grad(grads, names)})
             # step 1 alone: the state at initialisation, before any update
             if step == 1 or step % log_every == 0 or step == steps or diverged is not None:
                 at.append(step)

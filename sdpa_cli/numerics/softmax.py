@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def _check(z: np.ndarray) -> None:
-    if np.isnan(z).any() or np.isposinf(z).any():
-        raise ValueError("scores must be finite or −inf (masked)")
-    if (np.isneginf(z).all(axis=-1)).any():
+def _check_top(top: np.ndarray) -> None:
+    """The checks on the scores, read from the row maxima (NaN and +∞ reach the maximum; a
+    maximum of −∞ is a row with every score masked): one pass over the scores fewer."""
+    if not np.isfinite(top).all():
+        if np.isnan(top).any() or np.isposinf(top).any():
+            raise ValueError("scores must be finite or −inf (masked)")
         raise ValueError("a row with every score masked has no softmax")
 
 
@@ -24,27 +26,34 @@ def log_softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
     shifted scores are ≤ 0, so scaling can only send them towards −inf, where exp is 0.
     """
     z = np.asarray(z, dtype=float)
-    _check(z)
     if not scale > 0:
         raise ValueError("the scale must be > 0")
     top = z.max(axis=-1, keepdims=True)
-    with np.errstate(over="ignore", invalid="ignore"):
+    _check_top(top)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         # −inf − finite = −inf; scale·(−inf) = −inf: masked entries stay masked.
-        shifted = (z - top) * scale
-    shifted = np.where(np.isnan(shifted), -np.inf, shifted)
-    # log Σ e^shifted = log1p(Σ over all but one maximum): log(1 + δ) would round δ < 2⁻⁵³
-    # away, and with it the top weight's whole contribution −p_m·log p_m ≈ δ to the entropy.
-    idx = np.expand_dims(shifted.argmax(axis=-1), -1)
-    others = np.where(np.arange(shifted.shape[-1]) == idx, -np.inf, shifted)
-    with np.errstate(under="ignore"):
-        rest = np.exp(others).sum(axis=-1, keepdims=True)
-    out: np.ndarray = shifted - np.log1p(rest)
-    return out
+        shifted: np.ndarray = z - top
+        if scale != 1.0:  # ·1 changes nothing: skip the pass
+            shifted *= scale
+        if not np.isfinite(scale):  # 0·∞ = NaN at the maxima
+            shifted[np.isnan(shifted)] = -np.inf
+        # log Σ e^shifted = log1p(Σ over all but one maximum): log(1 + δ) would round δ < 2⁻⁵³
+        # away, and with it the top weight's whole contribution −p_m·log p_m ≈ δ to the entropy.
+        terms = np.exp(shifted)
+        top_at = np.expand_dims(shifted.argmax(axis=-1), -1)
+        if terms.flags.c_contiguous:  # the same as put_along_axis, without its overhead
+            rows = terms.reshape(-1, terms.shape[-1])
+            rows[np.arange(rows.shape[0]), top_at.ravel()] = 0.0  # that maximum's e⁰ out
+        else:
+            np.put_along_axis(terms, top_at, 0.0, axis=-1)
+        shifted -= np.log1p(terms.sum(axis=-1, keepdims=True))
+    return shifted
 
 
 def softmax(z: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    logp = log_softmax(z, scale)
     with np.errstate(under="ignore"):
-        p: np.ndarray = np.exp(log_softmax(z, scale))
+        p: np.ndarray = np.exp(logp, out=logp)
     return p
 
 
