@@ -206,7 +206,7 @@ def train(spec_path: Path | None, **kwargs: Any) -> int:
     \b
     Examples:
       sdpa train --dims 16 256 --steps 300
-      sdpa train experiments/train/compare.yaml --format json
+      sdpa train experiments/train/train-scaled-vs-unscaled.yaml --format json
       sdpa train --optimisers sgd --learning-rates 0.1 0.3 1 --dims 64 --seeds 5
     """
     return _run("train", spec_path)
@@ -240,7 +240,7 @@ def gradients(spec_path: Path | None, **kwargs: Any) -> int:
     Examples:
       sdpa gradients --dims 16 64 256 1024 --scalings none sqrt linear
       sdpa gradients --dims 16 256 --alignment 0.7 --causal true --format json
-      sdpa gradients experiments/gradients/aligned.yaml --trials 400 --check
+      sdpa gradients experiments/gradients/gradients-aligned.yaml --trials 400 --check
     """
     return _run("gradients", spec_path)
 

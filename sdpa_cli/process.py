@@ -180,7 +180,7 @@ def setup_streams() -> None:
 # faults per step at d_k = 256 and 4 700 at d_k = 1024, about half of the step's time
 # (tests/bench_train.py). Fixing the thresholds at the top of glibc's own dynamic range (mmap
 # above 32 MB, trim above 64 MB) keeps those pages. No number changes, only where the memory
-# comes from; peak memory grew 5% in `sdpa train experiments/train/compare.yaml`.
+# comes from; peak memory grew 5% in `sdpa train experiments/train/train-scaled-vs-unscaled.yaml`.
 
 _MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
 _TRIM_THRESHOLD = 2 * _MMAP_THRESHOLD  # what glibc would set beside it

@@ -279,13 +279,14 @@ def test_unscaled_w_v_slope_is_a_slow_limit_and_not_checked() -> None:
     assert slope == 0.5 and basis.startswith("slow limit")
 
 
-@pytest.mark.parametrize("name", ["independent", "aligned"])
+@pytest.mark.parametrize("name", ["gradients-independent", "gradients-aligned"])
 def test_shipped_specs_pass_their_slope_checks(name: str) -> None:
     """At the shipped sizes every derived slope is checked on the last step and met."""
     spec = specs.load(EXPERIMENTS / "gradients" / f"{name}.yaml")
     result = gradients.run(spec, RunContext(workers=1))
     slope = [c for c in result.checks if c.name.endswith(" slope")]
-    assert {c.name.split()[0] for c in slope} == ({"sqrt", "linear"} if name == "independent"
+    independent = name == "gradients-independent"
+    assert {c.name.split()[0] for c in slope} == ({"sqrt", "linear"} if independent
                                                   else {"linear"})
-    assert len(slope) == (8 if name == "independent" else 4)
+    assert len(slope) == (8 if independent else 4)
     assert all(c.passed and "not checked" not in c.detail for c in slope), slope

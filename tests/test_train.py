@@ -242,8 +242,9 @@ def test_specs_in_a_slow_folder_run_only_when_named(tmp_path: Path) -> None:
 
 
 def test_lr_sweep_figures_show_what_they_say(workdir: Path) -> None:
-    # compare.yaml has one rate per optimiser, so the shipped-spec figure tests never draw
-    # final loss versus lr: draw every train figure of a small sweep and inspect it the same way.
+    # train-scaled-vs-unscaled.yaml has one rate per optimiser, so the shipped-spec figure
+    # tests never draw final loss versus lr: draw every train figure of a small sweep and
+    # inspect it the same way.
     from test_figures import drawn_figures, problems
 
     path = write_spec(workdir, "sweep.yaml", "study: train\ndims: [8, 16]\nsteps: 20\nseeds: 2\n"
