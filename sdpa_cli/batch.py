@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -191,12 +192,12 @@ SPECS_AHEAD = 4
 
 class _Ahead:
     """Specs computed ahead on threads of this process (their blocks go to the cluster);
-    their folders are still written here, one by one and in order, by the caller."""
+    their folders are still written here, one by one and in order, by the caller. Spec i is
+    taken (and waited for) before spec i + SPECS_AHEAD starts, so at most SPECS_AHEAD run."""
 
     def __init__(self, planned: Sequence[Planned], settings: report.Settings,
                  keep_unchanged: bool) -> None:
         self.planned, self.settings, self.keep_unchanged = planned, settings, keep_unchanged
-        self.pool = ThreadPoolExecutor(SPECS_AHEAD, thread_name_prefix="sdpa-spec")
         self.slots: dict[int, tuple[Outcome | None, Future[tuple[float, Result]] | None]] = {}
 
     def take(self, i: int) -> tuple[Outcome | None, Future[tuple[float, Result]] | None]:
@@ -205,16 +206,29 @@ class _Ahead:
             if j not in self.slots:
                 p = self.planned[j]
                 kept = _kept(p, self.settings) if self.keep_unchanged else None
-                self.slots[j] = (kept, None if kept is not None else
-                                 self.pool.submit(compute, p, self.settings))
+                self.slots[j] = (kept, None if kept is not None else self._start(p))
         return self.slots.pop(i)
 
+    def _start(self, p: Planned) -> Future[tuple[float, Result]]:
+        future: Future[tuple[float, Result]] = Future()
+
+        def target() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(compute(p, self.settings))
+            except BaseException as e:  # raised where the caller takes the result
+                future.set_exception(e)
+
+        # A daemon thread: after --fail-fast, Ctrl-C or a lost scheduler nobody waits for a
+        # spec still computing, and the process must not wait for it either at exit.
+        threading.Thread(target=target, name="sdpa-spec", daemon=True).start()
+        return future
+
     def close(self) -> None:
-        """Specs not started are dropped; running ones end with the cluster's session."""
-        for _, f in self.slots.values():
-            if f is not None:
-                f.cancel()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing more starts; specs still computing are abandoned (their results are not
+        written; their blocks end with the cluster's session)."""
+        self.slots.clear()
 
 
 def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool = False,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +128,18 @@ def test_a_batch_on_the_cluster_writes_the_bytes_of_a_threads_batch(cluster, sdp
     assert len(_documents(workdir / "local")) >= 3 * 4
 
 
+def _fake_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread pool stands in for a cluster's executor (no Dask needed)."""
+
+    @contextmanager
+    def session(settings):
+        with ThreadPoolExecutor(2) as pool:
+            yield dataclasses.replace(settings, executor=pool)
+
+    monkeypatch.setattr(executors, "resolve", lambda flag, environ=None: object())
+    monkeypatch.setattr(executors, "session", session)
+
+
 def test_with_an_executor_specs_compute_at_once_and_are_written_in_order(sdpa, workdir,
                                                                          monkeypatch):
     # Two specs must be computing at the same moment, or the barrier breaks (an error
@@ -146,21 +162,30 @@ def test_with_an_executor_specs_compute_at_once_and_are_written_in_order(sdpa, w
 
     monkeypatch.setattr(batch, "compute", meeting)
     monkeypatch.setattr(batch.report, "write_run", recording)
-    monkeypatch.setattr(executors, "resolve", lambda flag, environ=None: object())
-
-    from concurrent.futures import ThreadPoolExecutor
-    from contextlib import contextmanager
-
-    @contextmanager
-    def session(settings):
-        with ThreadPoolExecutor(2) as pool:  # stands in for a cluster's executor
-            import dataclasses
-            yield dataclasses.replace(settings, executor=pool)
-
-    monkeypatch.setattr(executors, "session", session)
+    _fake_cluster(monkeypatch)
     r = sdpa("run", _batch(workdir / "specs"), "--out", "out", "--no-plots")
     assert r.code == 0, r.err
     assert written == ["a-phase", "b-variance", "c-sweep"]
+
+
+def test_fail_fast_with_an_executor_does_not_wait_for_specs_still_computing(sdpa, workdir,
+                                                                         monkeypatch):
+    release = threading.Event()
+    compute = batch.compute
+
+    def stuck(p, settings):
+        if p.file.name.startswith("a-"):
+            raise RuntimeError("broken")
+        release.wait(30)  # computing when the batch stops: abandoned, never written
+        return compute(p, settings)
+
+    monkeypatch.setattr(batch, "compute", stuck)
+    _fake_cluster(monkeypatch)
+    began = time.monotonic()
+    r = sdpa("run", _batch(workdir / "specs"), "--out", "out", "--no-plots", "--fail-fast")
+    release.set()
+    assert r.code == 1 and time.monotonic() - began < 15, r.err
+    assert sorted(p.name for p in (workdir / "out").iterdir() if p.is_dir()) == []
 
 
 # --- progress: on a terminal only -------------------------------------------------------------
