@@ -1,10 +1,13 @@
-"""`sdpa run` and `sdpa validate`: many specs, all validated first, run one by one."""
+"""`sdpa run` and `sdpa validate`: many specs, all validated first, then run and written."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,13 +85,21 @@ def plan(loaded: list[tuple[Path, SpecBase]], settings: report.Settings) -> list
     return [Planned(f, s, report.target_for(s.name or f.stem, settings)) for f, s in loaded]
 
 
+def compute(p: Planned, settings: report.Settings) -> tuple[float, Result]:
+    """(start time, result) of one planned spec: its computation only, nothing written."""
+    started = time.time()
+    return started, registry.get(p.spec.study).run(p.spec, report.context(settings))
+
+
 def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
-            catch: bool = True) -> Outcome:
-    """Run one planned spec into its folder. With `catch`, a spec that cannot run becomes an
-    "error" outcome (one broken spec must not stop a batch); without, its error propagates."""
+            catch: bool = True, computed: Future[tuple[float, Result]] | None = None
+            ) -> Outcome:
+    """Run one planned spec into its folder (or write what `computed` brings). With `catch`,
+    a spec that cannot run becomes an "error" outcome (one broken spec must not stop a
+    batch); without, its error propagates."""
     started = time.time()
     try:
-        result = registry.get(p.spec.study).run(p.spec, report.context(settings))
+        started, result = computed.result() if computed is not None else compute(p, settings)
         folder = report.write_run(result, settings, target=p.target, argv=argv,
                                   started=started, input_spec=p.spec.model_dump(mode="json"),
                                   ) if settings.write else None
@@ -137,7 +148,8 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
                 progress: Progress | None = None, catch: bool = True,
                 keep_unchanged: bool = False) -> tuple[list[Outcome], Report]:
     """The one batch runner (`sdpa run` and `worked-example --all`): probe the folder, run
-    every planned spec in order, stop early under fail_fast, count into a Report.
+    every planned spec and write its folder in order (with a cluster, up to SPECS_AHEAD
+    specs compute at once), stop early under fail_fast, count into a Report.
     With keep_unchanged, a run folder whose manifest records this very spec, code, library
     versions and figure settings is kept as it is (its recorded status counts)."""
     for p in planned[:1] if settings.write else ():
@@ -145,21 +157,78 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
     argv = argv if argv is not None else sys.argv
     tally = Report(check=settings.check)
     outcomes: list[Outcome] = []
-    for i, p in enumerate(planned):
-        if progress is not None:
-            progress.start(i, p.spec.name or p.file.stem, p.spec.study)
-        outcome = (_kept(p, settings) if keep_unchanged else None) or \
-            run_one(p, settings, argv, catch=catch)
-        outcomes.append(outcome)
-        tally.add(outcome)
-        if progress is not None:
-            progress.done(outcome.status, outcome.seconds, outcome.error)
-        if fail_fast and tally.stops(outcome):
-            for q in planned[i + 1:]:
-                outcomes.append(Outcome(q, "skipped"))
-                tally.add(outcomes[-1])
-            break
+    if progress is not None and progress.live:
+        settings = dataclasses.replace(settings, tick=progress.tick)
+    ahead = _Ahead(planned, settings, keep_unchanged) if settings.executor is not None else None
+    try:
+        for i, p in enumerate(planned):
+            if progress is not None:
+                progress.start(i, p.spec.name or p.file.stem, p.spec.study)
+            if ahead is not None:
+                kept, computed = ahead.take(i)
+            else:
+                kept, computed = (_kept(p, settings) if keep_unchanged else None), None
+            outcome = kept or run_one(p, settings, argv, catch=catch, computed=computed)
+            outcomes.append(outcome)
+            tally.add(outcome)
+            if progress is not None:
+                progress.done(outcome.status, outcome.seconds, outcome.error)
+            if fail_fast and tally.stops(outcome):
+                for q in planned[i + 1:]:
+                    outcomes.append(Outcome(q, "skipped"))
+                    tally.add(outcomes[-1])
+                break
+    finally:
+        if ahead is not None:
+            ahead.close()
     return outcomes, tally
+
+
+# With a cluster, this many specs compute at once: their blocks interleave on the cluster, so
+# a spec of few blocks does not leave it idle, and a long spec does not hold the rest back.
+# Locally the specs stay one after another: each already keeps every thread busy.
+SPECS_AHEAD = 4
+
+
+class _Ahead:
+    """Specs computed ahead on threads of this process (their blocks go to the cluster);
+    their folders are still written here, one by one and in order, by the caller. Spec i is
+    taken (and waited for) before spec i + SPECS_AHEAD starts, so at most SPECS_AHEAD run."""
+
+    def __init__(self, planned: Sequence[Planned], settings: report.Settings,
+                 keep_unchanged: bool) -> None:
+        self.planned, self.settings, self.keep_unchanged = planned, settings, keep_unchanged
+        self.slots: dict[int, tuple[Outcome | None, Future[tuple[float, Result]] | None]] = {}
+
+    def take(self, i: int) -> tuple[Outcome | None, Future[tuple[float, Result]] | None]:
+        """Spec i's kept outcome or its computation; specs up to i + SPECS_AHEAD − 1 start."""
+        for j in range(i, min(len(self.planned), i + SPECS_AHEAD)):
+            if j not in self.slots:
+                p = self.planned[j]
+                kept = _kept(p, self.settings) if self.keep_unchanged else None
+                self.slots[j] = (kept, None if kept is not None else self._start(p))
+        return self.slots.pop(i)
+
+    def _start(self, p: Planned) -> Future[tuple[float, Result]]:
+        future: Future[tuple[float, Result]] = Future()
+
+        def target() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(compute(p, self.settings))
+            except BaseException as e:  # raised where the caller takes the result
+                future.set_exception(e)
+
+        # A daemon thread: after --fail-fast, Ctrl-C or a lost scheduler nobody waits for a
+        # spec still computing, and the process must not wait for it either at exit.
+        threading.Thread(target=target, name="sdpa-spec", daemon=True).start()
+        return future
+
+    def close(self) -> None:
+        """Nothing more starts; specs still computing are abandoned (their results are not
+        written; their blocks end with the cluster's session)."""
+        self.slots.clear()
 
 
 def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool = False,

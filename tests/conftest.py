@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+from sdpa_cli import executors  # noqa: E402
 from sdpa_cli.cli import run  # noqa: E402 - after the BLAS setting above
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,3 +72,23 @@ def per_spec(paths: list[Path]) -> list:
     """Shipped spec paths as parameters: representative ones quick, the others slow."""
     return [p if p.stem in REPRESENTATIVE else pytest.param(p, marks=pytest.mark.slow)
             for p in paths]
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[executors.ClusterExecutor]:
+    """One LocalCluster of 2 worker processes for the whole session (it takes seconds)."""
+    if not executors.dask_installed():
+        pytest.skip("dask[distributed] is not installed (sdpa[dask])")
+    from distributed import Client, LocalCluster
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DASK_LOGGING__DISTRIBUTED", "error")
+        executors.keep_heap()
+        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None, silence_logs=logging.CRITICAL)
+        client = Client(lc)
+        try:
+            yield executors.ClusterExecutor(client, lc.scheduler_address)
+        finally:
+            client.close()
+            lc.close()

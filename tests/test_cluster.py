@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
@@ -26,26 +26,6 @@ from sdpa_cli.studies.context import RunContext
 
 needs_dask = pytest.mark.skipif(not executors.dask_installed(),
                                 reason="dask[distributed] is not installed (sdpa[dask])")
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[executors.ClusterExecutor]:
-    """One LocalCluster of 2 worker processes for the whole module (it takes seconds)."""
-    if not executors.dask_installed():
-        pytest.skip("dask[distributed] is not installed (sdpa[dask])")
-    from distributed import Client, LocalCluster
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DASK_LOGGING__DISTRIBUTED", "error")
-        executors.keep_heap()
-        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                          dashboard_address=None, silence_logs=logging.CRITICAL)
-        client = Client(lc)
-        try:
-            yield executors.ClusterExecutor(client, lc.scheduler_address)
-        finally:
-            client.close()
-            lc.close()
 
 
 def _client(ex: executors.ClusterExecutor) -> Any:

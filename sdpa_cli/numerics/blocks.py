@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -15,6 +16,20 @@ A = TypeVar("A")
 # runs of blocks; each block still comes back on its own and is folded on its own.
 MAX_BLOCKS_PER_TASK = 16
 
+# Progress: tick(planned, done) adds blocks to the plan or counts blocks completed. Called
+# from executor threads too; it must be thread-safe and must not touch any result.
+Tick = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Job(Generic[T, A]):
+    """One fold of blocks: fold(…fold(initial, work(0))…, work(n_blocks − 1))."""
+
+    n_blocks: int
+    work: Callable[[int], T]
+    fold: Callable[[A, T], A]
+    initial: A
+
 
 def fold_blocks(
     n_blocks: int,
@@ -23,6 +38,7 @@ def fold_blocks(
     initial: A,
     workers: int = 1,
     executor: Executor | None = None,
+    tick: Tick | None = None,
 ) -> A:
     """fold(…fold(fold(initial, work(0)), work(1))…, work(n−1)), whatever `workers` is.
 
@@ -39,19 +55,37 @@ def fold_blocks(
     `work` then must pickle (cloudpickle, for Dask) and travels with every task: it should
     capture specs and small arrays only.
     """
-    acc = initial
+    acc: A = fold_jobs([Job(n_blocks, work, fold, initial)], workers, executor, tick)[0]
+    return acc
+
+
+def fold_jobs(jobs: Sequence[Job[Any, Any]], workers: int = 1,
+              executor: Executor | None = None, tick: Tick | None = None) -> list[Any]:
+    """Every job folded exactly as fold_blocks folds it alone, their blocks sharing one
+    window: job 0's blocks go out first, then job 1's, so the independent cells of a sweep
+    keep all threads (or a cluster) busy instead of waiting for each other's last block."""
+    if tick is not None:
+        tick(sum(j.n_blocks for j in jobs), 0)
+    accs = [j.initial for j in jobs]
+    slots = getattr(executor, "slots", 0) if executor is not None else 0
+    slots = slots if isinstance(slots, int) and slots > 0 else 0
+    if executor is None and (workers <= 1 or sum(j.n_blocks for j in jobs) <= 1):
+        for i, j in enumerate(jobs):
+            for b in range(j.n_blocks):
+                accs[i] = j.fold(accs[i], j.work(b))
+                if tick is not None:
+                    tick(0, 1)
+        return accs
+    tasks: list[tuple[int, int, int]] = []  # (job, first block, stop), in logical order
+    for i, j in enumerate(jobs):
+        per_task = min(MAX_BLOCKS_PER_TASK, max(1, j.n_blocks // (4 * slots))) if slots else 1
+        tasks.extend((i, b, min(j.n_blocks, b + per_task))
+                     for b in range(0, j.n_blocks, per_task))
+    window = 2 * max(workers, slots, 1)
     if executor is not None:
-        slots = getattr(executor, "slots", 0)
-        slots = slots if isinstance(slots, int) and slots > 0 else 0
-        per_task = min(MAX_BLOCKS_PER_TASK, max(1, n_blocks // (4 * slots))) if slots else 1
-        window = 2 * max(workers, slots, 1)
-        return _fold_on(executor, n_blocks, work, fold, acc, window, per_task)
-    if workers <= 1 or n_blocks <= 1:
-        for b in range(n_blocks):
-            acc = fold(acc, work(b))
-        return acc
+        return _fold_on(executor, jobs, tasks, accs, window, tick)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sdpa-block") as pool:
-        return _fold_on(pool, n_blocks, work, fold, acc, 2 * workers, 1)
+        return _fold_on(pool, jobs, tasks, accs, window, tick)
 
 
 def run_blocks(work: Callable[[int], T], start: int, stop: int) -> list[T]:
@@ -59,22 +93,33 @@ def run_blocks(work: Callable[[int], T], start: int, stop: int) -> list[T]:
     return [work(b) for b in range(start, stop)]
 
 
-def _fold_on(pool: Executor, n_blocks: int, work: Callable[[int], T], fold: Callable[[A, T], A],
-             acc: A, window: int, per_task: int) -> A:
-    """Submit runs of `per_task` blocks in order, at most `window` tasks in flight, folding
-    each block as it is due; on any error the tasks not yet started are cancelled."""
-    pending: deque[Future[list[T]]] = deque()
+def _fold_on(pool: Executor, jobs: Sequence[Job[Any, Any]], tasks: list[tuple[int, int, int]],
+             accs: list[Any], window: int, tick: Tick | None) -> list[Any]:
+    """Submit the tasks in order, at most `window` in flight, folding each block into its
+    job as it is due; on any error the tasks not yet started are cancelled."""
+    pending: deque[tuple[int, Future[list[Any]]]] = deque()
     submitted = 0
     try:
-        while submitted < n_blocks or pending:
-            while submitted < n_blocks and len(pending) < window:
-                stop = min(n_blocks, submitted + per_task)
-                pending.append(pool.submit(run_blocks, work, submitted, stop))
-                submitted = stop
-            for result in pending.popleft().result():
-                acc = fold(acc, result)
+        while submitted < len(tasks) or pending:
+            while submitted < len(tasks) and len(pending) < window:
+                i, start, stop = tasks[submitted]
+                future = pool.submit(run_blocks, jobs[i].work, start, stop)
+                if tick is not None:  # counted as they complete, whatever the fold waits for
+                    future.add_done_callback(_ticker(tick, stop - start))
+                pending.append((i, future))
+                submitted += 1
+            i, future = pending.popleft()
+            for result in future.result():
+                accs[i] = jobs[i].fold(accs[i], result)
     except BaseException:
-        for f in pending:
+        for _, f in pending:
             f.cancel()
         raise
-    return acc
+    return accs
+
+
+def _ticker(tick: Tick, blocks: int) -> Callable[[Future[Any]], None]:
+    def done(f: Future[Any]) -> None:
+        if not f.cancelled() and f.exception() is None:
+            tick(0, blocks)
+    return done

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdpa_cli.errors import RunError
+from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.report import dvc, manifest, unchanged, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
@@ -42,6 +43,8 @@ class Settings:
     scheduler: str | None = None  # --scheduler as given; None: SDPA_SCHEDULER or local threads
     # The live executor while a scheduler session is open (sdpa_cli.executors.session).
     executor: Executor | None = field(default=None, compare=False, repr=False)
+    # Block progress for a live progress bar (report.progress); None: nobody is watching.
+    tick: Tick | None = field(default=None, compare=False, repr=False)
     # CI (issue 12): reports beside the run, and --no-write (compute and report only)
     junit_xml: Path | None = None
     annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
@@ -52,7 +55,7 @@ class Settings:
 def context(settings: Settings) -> RunContext:
     """What a study may know of these settings: threads, executor, whether figures are drawn."""
     return RunContext(workers=settings.workers, figures=settings.plots,
-                      executor=settings.executor)
+                      executor=settings.executor, tick=settings.tick)
 
 
 def target_for(name: str, settings: Settings) -> Path:

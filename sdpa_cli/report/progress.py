@@ -1,8 +1,9 @@
-"""Per-spec progress of a batch on stderr: a live bar on a terminal, plain lines otherwise."""
+"""Progress of a batch on stderr: live bars (specs, blocks) on a terminal, plain lines otherwise."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 from rich.progress import (
@@ -30,6 +31,9 @@ class Progress:
         self.task: TaskID | None = None
         self.i = 0
         self.label = ""
+        self.blocks: TaskID | None = None
+        self.lock = threading.Lock()
+        self.planned = self.completed = 0
 
     def __enter__(self) -> Progress:
         if self.live:
@@ -38,6 +42,9 @@ class Progress:
                                     console=self.con, transient=True)
             self.bar.__enter__()
             self.task = self.bar.add_task("starting", total=self.total)
+            # Blocks (and sweep cells) of the specs running, as they complete: a long spec
+            # moves this bar while the one above waits for the spec to end.
+            self.blocks = self.bar.add_task("  blocks", total=None, visible=False)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -63,3 +70,13 @@ class Progress:
             self.bar.advance(self.task)
         else:
             self.con.print(line)
+
+    def tick(self, planned: int, done: int) -> None:
+        """Blocks added to the plan, blocks completed (any thread; a live bar only)."""
+        if self.bar is None or self.blocks is None:
+            return
+        with self.lock:
+            self.planned += planned
+            self.completed += done
+            self.bar.update(self.blocks, total=self.planned, completed=self.completed,
+                            visible=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
+from sdpa_cli.numerics.blocks import Tick
+
 
 @dataclass(frozen=True)
 class RunContext:
@@ -17,6 +19,9 @@ class RunContext:
     # A concurrent.futures-style executor for the blocks (a Dask client's executor, a process
     # pool); None means local threads. Reaches fold_blocks unchanged.
     executor: Executor | None = None
+    # Progress on a terminal: tick(blocks planned, blocks completed), from any thread. None
+    # when nobody watches (not a terminal, -q); it sees counts only, never values.
+    tick: Tick | None = None
 
 
 SERIAL = RunContext()  # the default: one thread, figures wanted

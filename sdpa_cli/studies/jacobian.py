@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
-from sdpa_cli.numerics.peak import refine_peak
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import JacobianSpec
+from sdpa_cli.studies import jacobian_peaks as peaks_of
 from sdpa_cli.studies import keys_axis, score_findings, score_text
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
@@ -142,7 +141,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         figures = [_vs_std_figure(spec, gaussian, peaks)]
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, gaussian, peaks))
-        notes.extend(_peak_notes(peaks, min(spec.score_stds or [0.0])))
+        notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
                     lookup=shared.lookup(rows),
@@ -207,27 +206,31 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext
     law, unit = law_of(spec)
     rows: list[JacobianVectorRow] = []
     checks: list[Check] = []
-    for i, d in enumerate(spec.dim_list):
-        for j, n in enumerate(spec.key_list):
-            variants = draws.variants_for(spec, d, unit, n)
-            cell = draws.vector_cell(spec, law, d, n, variants, (i, j), threshold=None,
-                                      jacobian=True, ctx=ctx, keep_first=False)
-            cell_rows = [
-                _vector_row(shared.vector_parts(spec, law, unit, d, n, scaling, cell), measured,
-                            n)
-                for scaling, measured in zip(spec.scalings, cell.measured, strict=True)]
-            rows.extend(cell_rows)
-            checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows],
-                                             spec.se_tolerance))
-            if spec.additive:
-                add = draws.additive_cell(spec, law, d, n, (i, j), threshold=None,
-                                           jacobian=True, ctx=ctx)
-                row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
-                                  n)
-                rows.append(row)
-                if row.scores.theory_score_var is not None:
-                    checks.append(shared.score_check(f"d={d} n={n} additive", row.scores,
-                                                     spec.se_tolerance))
+    grid = [(i, d, j, n) for i, d in enumerate(spec.dim_list)
+            for j, n in enumerate(spec.key_list)]
+    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
+    for i, d, j, n in grid:  # the threads or the cluster
+        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
+                                     (i, j), threshold=None, jacobian=True, keep_first=False))
+        if spec.additive:
+            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=None,
+                                           jacobian=True))
+    cells = iter(draws.run_cells(jobs, ctx))
+    for _i, d, _j, n in grid:
+        cell = next(cells)
+        cell_rows = [
+            _vector_row(shared.vector_parts(spec, law, unit, d, n, scaling, cell), measured, n)
+            for scaling, measured in zip(spec.scalings, cell.measured, strict=True)]
+        rows.extend(cell_rows)
+        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows],
+                                         spec.se_tolerance))
+        if spec.additive:
+            add = next(cells)
+            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0], n)
+            rows.append(row)
+            if row.scores.theory_score_var is not None:
+                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores,
+                                                 spec.se_tolerance))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 
@@ -274,10 +277,11 @@ def _gaussian_run(spec: JacobianSpec, ctx: RunContext
     rows: list[JacobianGaussianRow] = []
     checks: list[Check] = []
     peaks: list[PeakRow] = []
+    brackets: list[tuple[float, float] | None] = []
     stds = list(spec.score_stds or [])
-    for j, n in enumerate(spec.key_list):
-        cell = draws.gaussian_cell(spec, n, (j,), threshold=None, jacobian=True,
-                                    ctx=ctx)
+    cells = draws.run_cells([draws.gaussian_job(spec, n, (j,), threshold=None, jacobian=True)
+                             for j, n in enumerate(spec.key_list)], ctx)
+    for n, cell in zip(spec.key_list, cells, strict=True):
         cell_rows = []
         for s, measured in zip(stds, cell.measured, strict=True):
             med, med_se = _median(measured)
@@ -288,50 +292,9 @@ def _gaussian_run(spec: JacobianSpec, ctx: RunContext
                 median_frobenius_se=med_se, frobenius_uniform=sat.uniform_frobenius(n)))
         rows.extend(cell_rows)
         checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
-        peaks.append(_peak(spec, j, n, cell_rows))
-    return rows, checks, peaks
-
-
-def _peak(spec: JacobianSpec, j: int, n: int, rows: list[JacobianGaussianRow]) -> PeakRow:
-    """s* on the grid, then refined between the grid neighbours of the maximum by golden
-    section on common random numbers (numerics.peak), with a delta-method se."""
-    s = np.array([r.score_std for r in rows])
-    f = np.array([r.stats.mean_frobenius for r in rows])
-    peak = sat.peak_on_grid(s, f)
-    sc = sat.freezing_std(n)
-    out = PeakRow(keys=n, s_star=peak.s_star, s_star_se=None, grid_s_star=peak.s_star,
-                  sqrt_2_ln_n=sc, ratio=peak.s_star / sc,
-                  peak_mean_frobenius=peak.grid_max, fitted_peak=peak.fitted_max,
-                  frobenius_uniform=sat.uniform_frobenius(n), at_edge=peak.at_edge)
-    if peak.at_edge or not spec.refine_peak:
-        return out
-    grid = np.sort(s)
-    k = int(np.searchsorted(grid, s[int(np.argmax(f))]))
-    fine = refine_peak(n, spec.trials, spec.seed or 0, float(grid[k - 1]), float(grid[k + 1]),
-                       key=(1_000_003, j), tol=3e-3)  # 0.3% of s*: below its se
-    if not fine.at_edge:
-        out = replace(out, s_star=fine.s_star, s_star_se=finite(fine.se),
-                      ratio=fine.s_star / sc, fitted_peak=fine.peak,
-                      peak_mean_frobenius=max(peak.grid_max, fine.peak))
-    return out
-
-
-def _peak_notes(peaks: list[PeakRow], smallest: float) -> list[str]:
-    notes = []
-    low = [p.keys for p in peaks if p.at_edge and p.s_star == smallest]
-    high = [p.keys for p in peaks if p.at_edge and p.keys not in low]
-    if low:
-        notes.append("for n = " + ", ".join(map(str, low)) + " the mean ‖J‖_F is largest at "
-                     "the smallest s: these rows have the most gradient at uniform weights "
-                     "(√(n−1)/n) and no peak in between; s* is that grid point.")
-    if high:
-        notes.append("for n = " + ", ".join(map(str, high)) + " the mean ‖J‖_F still rises "
-                     "at the largest s: s* is that grid point; widen score_stds to bracket it.")
-    notes.append("s* is found by golden section between the grid neighbours of the maximum, "
-                 "on one fixed set of draws (common random numbers), to 0.3% in s; its se is "
-                 "the delta method's: sd of per-row slopes ∂‖J‖_F/∂s at s* over √trials, "
-                 "divided by the curvature of the mean curve (grid_s_star: the old parabola).")
-    return notes
+        peaks.append(peaks_of.grid_peak(n, cell_rows))
+        brackets.append(peaks_of.bracket(spec, cell_rows))
+    return rows, checks, peaks_of.refined(spec, peaks, brackets, ctx)
 
 
 def _vs_std_figure(spec: JacobianSpec, rows: list[JacobianGaussianRow],

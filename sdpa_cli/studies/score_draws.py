@@ -10,7 +10,7 @@ import numpy as np
 
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.additive import additive_blocks, additive_scores
-from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.blocks import Job, fold_jobs
 from sdpa_cli.numerics.moments import Moments
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import PairLaw
@@ -68,6 +68,7 @@ class _Fold:
     only running moments per statistic and probe: memory does not grow with trials."""
 
     def __init__(self, variants: int, trials: int, medians: bool) -> None:
+        self.trials = trials
         self.parts: list[dict[str, Moments]] = [{} for _ in range(variants)]
         self.medians = [sat.BatchMedians(trials, BATCHES) for _ in range(variants)] \
             if medians else None
@@ -107,10 +108,17 @@ def _mean_se(m: Moments) -> tuple[float, float]:
     return m.mean, (math.sqrt(m.variance / m.n) if m.n > 1 else math.nan)
 
 
-def gaussian_cell(
+def run_cells(jobs: Sequence[Job[tuple, _Fold]], ctx: RunContext) -> list[Cell]:
+    """The cells of a sweep, their blocks sharing the threads (or the cluster) and each
+    folded in its own block order: the same digits as running them one by one."""
+    folds = fold_jobs(jobs, ctx.workers, ctx.executor, ctx.tick)
+    return [f.cell(f.trials) for f in folds]
+
+
+def gaussian_job(
     spec: SaturationFields, n: int, key: tuple[int, ...], *, threshold: float | None,
-    jacobian: bool, ctx: RunContext,
-) -> Cell:
+    jacobian: bool,
+) -> Job[tuple, _Fold]:
     """Rows of n iid N(0, s²) scores for every s of the spec, from the same standard normal
     draws (common random numbers: the curves over s are not blurred by independent noise)."""
     stds = list(spec.score_stds or [])
@@ -127,14 +135,13 @@ def gaussian_cell(
         return out, _moments({"score": z[:, 0]}), None
 
     fold = _Fold(len(stds), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
+    return Job(blocks, work, fold, fold)
 
 
-def vector_cell(
+def vector_job(
     spec: SaturationFields, law: PairLaw, d: int, n: int, variants: Sequence[Variant],
-    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, ctx: RunContext,
-    keep_first: bool,
-) -> Cell:
+    key: tuple[int, ...], *, threshold: float | None, jacobian: bool, keep_first: bool,
+) -> Job[tuple, _Fold]:
     """Sequences of n queries and n keys in d dimensions; every variant sees the same draws.
 
     Rows within one sequence are not independent, so each trial contributes its average over
@@ -183,11 +190,11 @@ def vector_cell(
         return out, _moments(probes), first
 
     fold = _Fold(len(variants), trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
+    return Job(blocks, work, fold, fold)
 
 
-def additive_cell(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tuple[int, ...],
-                  *, threshold: float | None, jacobian: bool, ctx: RunContext) -> Cell:
+def additive_job(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tuple[int, ...],
+                  *, threshold: float | None, jacobian: bool) -> Job[tuple, _Fold]:
     """Rows of n additive scores, one query with fresh weights per trial (independent rows)."""
     h = spec.additive
     assert h is not None
@@ -202,7 +209,7 @@ def additive_cell(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tup
                 _moments({"additive": e[:, 0]}), None)
 
     fold = _Fold(1, trials, medians=jacobian)
-    return fold_blocks(blocks, work, fold, fold, ctx.workers, ctx.executor).cell(trials)
+    return Job(blocks, work, fold, fold)
 
 
 def variants_for(spec: SaturationFields, d: int, unit: float, n: int) -> list[Variant]:

@@ -203,28 +203,34 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
     dims, keys = spec.dim_list, spec.key_list
     want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
         keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
-    for i, d in enumerate(dims):
-        for j, n in enumerate(keys):
-            variants = draws.variants_for(spec, d, unit, n)
-            cell = draws.vector_cell(spec, law, d, n, variants, (i, j), threshold=spec.threshold,
-                                      jacobian=False, ctx=ctx, keep_first=want_picture)
-            cell_rows = []
-            for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-                parts = shared.vector_parts(spec, law, unit, d, n, scaling, cell)
-                cell_rows.append(_vector_row(parts, measured, spec.threshold,
-                                             shared.limit_max_prob(spec, law, scaling, n)))
-            rows.extend(cell_rows)
-            checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows], k))
-            if spec.additive:
-                add = draws.additive_cell(spec, law, d, n, (i, j), threshold=spec.threshold,
-                                           jacobian=False, ctx=ctx)
-                row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
-                                  spec.threshold, None)
-                rows.append(row)
-                if row.scores.theory_score_var is not None:
-                    checks.append(shared.score_check(f"d={d} n={n} additive", row.scores, k))
-            if want_picture:
-                picture = _picture(spec, law, unit, d, n, cell)
+    grid = [(i, d, j, n) for i, d in enumerate(dims) for j, n in enumerate(keys)]
+    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
+    for i, d, j, n in grid:  # the threads or the cluster
+        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
+                                     (i, j), threshold=spec.threshold, jacobian=False,
+                                     keep_first=want_picture))
+        if spec.additive:
+            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=spec.threshold,
+                                           jacobian=False))
+    cells = iter(draws.run_cells(jobs, ctx))
+    for _i, d, _j, n in grid:
+        cell = next(cells)
+        cell_rows = []
+        for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
+            parts = shared.vector_parts(spec, law, unit, d, n, scaling, cell)
+            cell_rows.append(_vector_row(parts, measured, spec.threshold,
+                                         shared.limit_max_prob(spec, law, scaling, n)))
+        rows.extend(cell_rows)
+        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows], k))
+        if spec.additive:
+            add = next(cells)
+            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
+                              spec.threshold, None)
+            rows.append(row)
+            if row.scores.theory_score_var is not None:
+                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores, k))
+        if want_picture:
+            picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
     figures = [_vs_dim_figure(spec, rows)] if len(dims) > 1 else []
     if picture is not None:
@@ -346,9 +352,10 @@ def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext
     rows: list[SweepGaussianRow] = []
     checks: list[Check] = []
     stds = list(spec.score_stds or [])
-    for j, n in enumerate(spec.key_list):
-        cell = draws.gaussian_cell(spec, n, (j,), threshold=spec.threshold, jacobian=False,
-                                    ctx=ctx)
+    cells = draws.run_cells([draws.gaussian_job(spec, n, (j,), threshold=spec.threshold,
+                                                jacobian=False)
+                             for j, n in enumerate(spec.key_list)], ctx)
+    for n, cell in zip(spec.key_list, cells, strict=True):
         for s, measured in zip(stds, cell.measured, strict=True):
             stats = stats_of(SweepStats, measured, SWEEP_STATS)
             # the random-energy model's large-n E[Σp²], and how far this finite n is from it
