@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from sdpa_cli import __version__, executors, process
+from sdpa_cli import __version__, process
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError, one_line
 from sdpa_cli.options import (
     SETTINGS,
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> None:
     # NumPy loads (the CLI imports it lazily); a user's own setting wins.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    executors.keep_heap_here()  # 2 threads were slower than 1 without it (see there)
+    process.keep_freed_memory()  # 2 threads were slower than 1 without it (see there)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
     process.arm()

@@ -14,6 +14,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sdpa_cli import process
 from sdpa_cli.errors import InputError, Problem, RunError, SchedulerLost
 
 if TYPE_CHECKING:
@@ -158,9 +159,9 @@ def _quiet_dask() -> None:
 
 # Dask's nanny gives its workers MALLOC_TRIM_THRESHOLD_=65536; setting it turns off glibc's
 # adaptive mmap threshold, so every block's MB-sized NumPy temporaries are mapped and faulted
-# in afresh: a jacobian block ran 2× slower than in sdpa's own threads. These keep such
-# temporaries on the heap for reuse (memory stays at its peak, a few blocks' worth).
-WORKER_ENVIRON = {"MALLOC_TRIM_THRESHOLD_": 1 << 27, "MALLOC_MMAP_THRESHOLD_": 1 << 26}
+# in afresh: a jacobian block ran 2× slower than in sdpa's own threads. Workers get the
+# thresholds sdpa's own process sets (process.keep_freed_memory).
+WORKER_ENVIRON = process.HEAP_ENVIRON
 
 
 def keep_heap() -> None:
@@ -169,31 +170,6 @@ def keep_heap() -> None:
 
     dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v
                      for k, v in WORKER_ENVIRON.items()})
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-
-
-def keep_heap_here() -> bool:
-    """WORKER_ENVIRON's values for this process, through glibc's mallopt (False elsewhere).
-
-    glibc's defaults fault in every block's MB-sized temporaries afresh (2.4 million minor
-    faults for a 1,000-trial phase diagram; 5,000 with these values), and page faults of
-    threads of one process serialise on its memory map's lock: that is why 2 local threads
-    ran the phase diagram slower than 1. Where memory lives changes no digit."""
-    import ctypes
-    import ctypes.util
-
-    if not sys.platform.startswith("linux") or any(k in os.environ for k in WORKER_ENVIRON):
-        return False  # elsewhere, or the user's own glibc tuning wins
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # musl and others: no mallopt, nothing to tune
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return bool(mallopt(_M_TRIM_THRESHOLD, WORKER_ENVIRON["MALLOC_TRIM_THRESHOLD_"])) and \
-        bool(mallopt(_M_MMAP_THRESHOLD, WORKER_ENVIRON["MALLOC_MMAP_THRESHOLD_"]))
 
 
 @contextmanager

@@ -174,39 +174,31 @@ def setup_streams() -> None:
 
 # --- freed memory -----------------------------------------------------------------------------
 #
-# A training step allocates and frees a few MB of arrays (0.6–4 MB each at d_k ≥ 256). glibc
-# hands freed memory at the top of its heap back to the kernel above a trim threshold that it
-# keeps near 2× the largest array seen, so every step faulted its pages in again: 1 100 minor
-# faults per step at d_k = 256 and 4 700 at d_k = 1024, about half of the step's time
-# (tests/bench_train.py). Fixing the thresholds at the top of glibc's own dynamic range (mmap
-# above 32 MB, trim above 64 MB) keeps those pages. No number changes, only where the memory
-# comes from; peak memory grew 5% in `sdpa train experiments/train/train-scaled-vs-unscaled.yaml`.
+# glibc hands freed memory back to the kernel (and maps large arrays afresh) above thresholds
+# it adapts to the largest array seen, so NumPy temporaries of a few MB were faulted in again
+# on every use: 1 100 minor faults per training step at d_k = 256 (half the step's time,
+# tests/bench_train.py), and 2.4 million for a 1 000-trial phase diagram, where the faults of
+# two threads serialise on the process's memory-map lock, so 2 threads ran slower than 1.
+# Fixed thresholds keep those pages for reuse: memory stays at its peak (+5% for the training
+# spec), and no digit changes. Dask's nanny gives the worker processes of `local:N` the same
+# values through their environment (executors.keep_heap).
 
-_MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
-_TRIM_THRESHOLD = 2 * _MMAP_THRESHOLD  # what glibc would set beside it
-_malloc_kept = False
+HEAP_ENVIRON = {"MALLOC_TRIM_THRESHOLD_": 1 << 27, "MALLOC_MMAP_THRESHOLD_": 1 << 26}
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 
 
-def keep_freed_memory() -> None:
-    """Ask glibc to keep freed memory for reuse (mallopt); once per process, and nothing on
-    another libc or when the user set MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_."""
-    global _malloc_kept
-    if _malloc_kept:
-        return
-    _malloc_kept = True
-    if any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")):
-        return
+def keep_freed_memory() -> bool:
+    """HEAP_ENVIRON's thresholds for this process through glibc's mallopt; False (nothing
+    done) on another libc, or when the user set either variable: their tuning wins."""
     import ctypes
     import ctypes.util
-    import platform
 
-    if platform.libc_ver()[0] != "glibc":
-        return
+    if not sys.platform.startswith("linux") or any(k in os.environ for k in HEAP_ENVIRON):
+        return False
     try:
         mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
-    mallopt(m_mmap_threshold, _MMAP_THRESHOLD)
-    mallopt(m_trim_threshold, _TRIM_THRESHOLD)
+    except (OSError, AttributeError):  # musl and others: no mallopt, nothing to tune
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_TRIM_THRESHOLD, HEAP_ENVIRON["MALLOC_TRIM_THRESHOLD_"])) and \
+        bool(mallopt(_M_MMAP_THRESHOLD, HEAP_ENVIRON["MALLOC_MMAP_THRESHOLD_"]))

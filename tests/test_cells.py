@@ -221,6 +221,11 @@ def test_run_planned_feeds_ticks_only_to_a_live_bar(sdpa, workdir, monkeypatch):
     assert r.code == 0 and seen == [None, None, None]  # captured stderr: not a terminal
 
 
-def test_keep_heap_here_defers_to_the_users_malloc_settings(monkeypatch):
+def test_keep_freed_memory_defers_to_the_users_malloc_settings(monkeypatch):
+    from sdpa_cli import process
+
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
-    assert executors.keep_heap_here() is False
+    assert process.keep_freed_memory() is False
+    for name in process.HEAP_ENVIRON:  # (Dask's import may have set them in this process)
+        monkeypatch.delenv(name, raising=False)
+    assert process.keep_freed_memory() is (sys.platform == "linux")  # glibc here

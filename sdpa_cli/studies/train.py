@@ -13,7 +13,6 @@ import numpy as np
 from sdpa_cli.numerics import recall
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.process import keep_freed_memory
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.train import TrainSpec
 from sdpa_cli.studies import train_findings as findings
@@ -86,7 +85,6 @@ def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
     optimiser and rate starts from the same weights and sees the same batches: the
     comparisons between rules are paired."""
     assert spec.seed is not None
-    keep_freed_memory()  # in the process that trains (a Dask worker's too): see process.py
     return recall.train(
         task_for(spec, c.dim), c.scaling, c.optimiser, c.lr, steps=spec.steps,
         batch=spec.batch, log_every=spec.log_every,
