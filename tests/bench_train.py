@@ -44,7 +44,7 @@ def interleaved_best(fns: list[Callable[[], object]], inner: int) -> list[float]
 
 
 def step_fn(task: recall.Task) -> Callable[[], object]:
-    keep_freed_memory()  # as the train study does
+    keep_freed_memory()  # as sdpa's main() does
     rng = np.random.default_rng(0)
     params = recall.init_params(task, rng)
     opt = recall.Optimiser("adam", 1e-3)
