@@ -10,14 +10,32 @@ EXIT_BAD_INPUT = 2  # bad usage or bad spec: nothing ran
 EXIT_INTERRUPTED = 130
 
 
+# Unicode's bidirectional controls reorder the text shown around them (U+202E turns the rest
+# of a line around: "Trojan Source"), so they are treated as control characters too.
+BIDI_CONTROLS = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+
+
+def is_control(ch: str) -> bool:
+    """C0 and C1 control characters, DEL, and the bidirectional controls."""
+    code = ord(ch)
+    return code < 32 or 127 <= code < 160 or ch in BIDI_CONTROLS
+
+
+def control_name(ch: str) -> str:
+    """A control character as it is named in messages: 0x1b, U+202E."""
+    return f"0x{ord(ch):02x}" if ord(ch) < 256 else f"U+{ord(ch):04X}"
+
+
 def one_line(text: str) -> str:
     """Text safe to echo as one line: control characters (an escape sequence in a title, a
-    newline in a file name) and bytes that were not UTF-8 are written as \\xNN."""
+    newline in a file name, a bidirectional override) and bytes that were not UTF-8 are
+    written as \\xNN (\\uNNNN)."""
     out = []
     for ch in text:
         code = ord(ch)
-        if code < 32 or 127 <= code < 160:
-            out.append(f"\\x{code:02x}")
+        if is_control(ch):
+            out.append(f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}")
         elif 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
             out.append(f"\\x{code - 0xDC00:02x}")
         else:

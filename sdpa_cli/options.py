@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from sdpa_cli import process
-from sdpa_cli.errors import one_line
+from sdpa_cli.errors import control_name, is_control, one_line
 
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
@@ -58,8 +58,8 @@ def gather_lists(args: list[str], list_opts: set[str]) -> list[str]:
 def _control(token: str) -> str | None:
     """The first control character in a token, shown as 0xNN, or None."""
     for ch in token:
-        if ord(ch) < 32 or 127 <= ord(ch) < 160:
-            return f"0x{ord(ch):02x}"
+        if is_control(ch):
+            return control_name(ch)
     return None
 
 

@@ -98,6 +98,14 @@ CORPUS = [
     Bad("note-c1-control", ["variance", "s.yaml"], "control character 0x9b",
         spec('study: variance\ndims: [3]\ndocumented:\n  - {where: x, quantity: variance, '
              'value: 3, note: "\\x9b2J"}\n'), "s.yaml:4:"),
+    # A bidirectional override turns the rest of the line around on the screen ("Trojan
+    # Source"): refused like the C0/C1 controls, in spec text and in flag values.
+    Bad("title-bidi-override", ["variance", "s.yaml"], "control character U+202E",
+        spec('study: variance\ntitle: "abc\u202edef"\n'), "s.yaml:2:8: title:"),
+    Bad("description-bidi-isolate", ["variance", "s.yaml"], "control character U+2066",
+        spec('study: variance\ndescription: "x\u2066y"\n'), "s.yaml:2:14: description:"),
+    Bad("out-bidi-override", ["variance", "--out", "a\u202eb"], "control character U+202E",
+        {}, "--out:"),
     # --- flags that took the next flag, or nothing -------------------------------------------
     Bad("out-swallows-flag", ["variance", "--out", "--no-plots"], "--out needs a value", {},
         "--out needs a value"),
@@ -514,3 +522,10 @@ def test_the_worked_weights_figure_draws_a_bounded_number_of_parts():
     (fig,) = result.figures
     assert len(fig.data["parts"]) == worked.FIGURE_MAX_PARTS
     assert f"first {worked.FIGURE_MAX_PARTS} of the 30" in fig.caption
+
+
+def test_echoed_text_escapes_bidirectional_controls():
+    from sdpa_cli.errors import one_line
+
+    assert one_line("a\u202eb\u2066c\x1bd") == "a\\u202eb\\u2066c\\x1bd"
+    assert one_line("÷√d ‖J‖_F") == "÷√d ‖J‖_F"  # ordinary non-ASCII text is left alone

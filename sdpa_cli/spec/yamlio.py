@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.errors import InputError, Problem, control_name, is_control
 
 MAX_BYTES = 1 << 20  # a spec is a page of YAML, not a data set
 MAX_NODES = 100_000  # guards against alias bombs ("billion laughs")
@@ -337,9 +337,8 @@ class _Builder:
 def _control(text: str) -> str | None:
     """The first control character in text other than tab and newline, as 0xNN, or None."""
     for ch in text:
-        code = ord(ch)
-        if (code < 32 and ch not in "\t\n") or 127 <= code < 160:
-            return f"0x{code:02x}"
+        if is_control(ch) and ch not in "\t\n":
+            return control_name(ch)
     return None
 
 
