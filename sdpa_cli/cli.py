@@ -37,8 +37,11 @@ def _settings(ctx: click.Context, **extra: Any) -> Any:
     out = given.pop("out", None)
     no_plots = given.pop("no_plots", False)
     given = {k: v for k, v in given.items() if v is not None}
+    # --out is a run folder, except under worked-example --all, where it holds one per example
+    batch = bool(ctx.params.get("all_"))
+    where = {"batch_folder" if batch else "run_folder": Path(out)} if out else {}
     return Settings(out=Path(out) if out else None, plots=not no_plots, **given,
-                    **ci_settings(ctx.params), **extra)
+                    **ci_settings(ctx.params, **where), **extra)
 
 
 def _run(study: str, spec_path: Path | None) -> int:
@@ -270,7 +273,8 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
 
     settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
                         check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
-                        scheduler=scheduler, **ci_settings(ci))
+                        scheduler=scheduler,
+                        **ci_settings(ci, batch_folder=out or Path("outputs")))
     return batch.run_batch(list(targets), settings, fail_fast=fail_fast, keyword=keyword,
                            last_failed=last_failed, force=force)
 
@@ -391,6 +395,8 @@ def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
         return
     choice = _flag_value(args, "--annotations")
     codequality = _flag_value(args, "--codequality")
+    if any(p.flag == "--codequality" for p in e.problems):
+        codequality = None  # the problem is where that report would go: write nothing there
     from sdpa_cli.report import ci
 
     try:

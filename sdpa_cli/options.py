@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from sdpa_cli import process
-from sdpa_cli.errors import control_name, is_control, one_line
+from sdpa_cli.errors import InputError, Problem, control_name, is_control, one_line
 
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
@@ -274,9 +274,28 @@ def ci_options(f: Callable) -> Callable:
 CI_SETTINGS = ("junit_xml", "annotations", "codequality", "no_write")
 
 
-def ci_settings(params: dict[str, Any]) -> dict[str, Any]:
-    """report.Settings fields from the CI flags a command was given."""
+def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
+                batch_folder: Path | None = None) -> dict[str, Any]:
+    """report.Settings fields from the CI flags a command was given. A report aimed inside
+    the run folder the command writes, inside any sdpa run folder, or over a batch folder's
+    own files is refused here, before anything runs."""
+    from sdpa_cli.report.ci import report_path_problem
+    from sdpa_cli.report.runfolder import BATCH_FILES
+
     junit, quality = params.get("junit_xml"), params.get("codequality")
+    for flag, given in (("--junit-xml", junit), ("--codequality", quality)):
+        if not given:
+            continue
+        target = Path(given).absolute()
+        why = report_path_problem(Path(given))  # named as the user wrote it
+        if not why and run_folder is not None and target.parent == run_folder.absolute():
+            why = f"{run_folder} is the run folder this command writes; write the report " \
+                  "outside it"
+        if not why and batch_folder is not None and target.parent == \
+                batch_folder.absolute() and target.name in (*BATCH_FILES, "sdpa-batch.json"):
+            why = f"{target.name} is one of the batch folder's own files; choose another name"
+        if why:  # before anything runs: nothing is computed or written
+            raise InputError(Problem(why, flag=flag))
     return {"junit_xml": Path(junit) if junit else None,
             "annotations": params.get("annotations"),
             "codequality": Path(quality) if quality else None,

@@ -529,3 +529,31 @@ def test_echoed_text_escapes_bidirectional_controls():
 
     assert one_line("a\u202eb\u2066c\x1bd") == "a\\u202eb\\u2066c\\x1bd"
     assert one_line("÷√d ‖J‖_F") == "÷√d ‖J‖_F"  # ordinary non-ASCII text is left alone
+
+
+def test_a_report_never_lands_in_a_run_folder_or_over_a_batch_file(sdpa, workdir: Path):
+    """--junit-xml R/manifest.json used to overwrite the run folder's manifest after the run,
+    so sdpa then refused to replace its own folder. Reports aimed inside a run folder, or
+    over a batch folder's own files, are refused before anything runs; nothing is written."""
+    small = ("--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q")
+    assert sdpa("variance", *small, "--out", "R").code == 0
+    before = {p.name: p.read_bytes() for p in (workdir / "R").iterdir()}
+    for flag in ("--junit-xml", "--codequality"):
+        r = sdpa("variance", *small, "--out", "other", flag, "R/manifest.json")
+        assert r.code == 2 and r.err.strip() == \
+            f"{flag}: R is an sdpa run folder; write the report outside it"
+        r = sdpa("variance", *small, "--out", "new", flag, "new/report.xml")
+        assert r.code == 2 and r.err.strip() == \
+            f"{flag}: new is the run folder this command writes; write the report outside it"
+        r = sdpa("run", str(workdir / "R" / "spec.yaml"), "--out", "B", "-q", flag,
+                 "B/index.md")
+        assert r.code == 2 and r.err.strip() == \
+            f"{flag}: index.md is one of the batch folder's own files; choose another name"
+    assert {p.name: p.read_bytes() for p in (workdir / "R").iterdir()} == before
+    assert not any((workdir / n).exists() for n in ("other", "new", "B"))
+    # A report beside the batch's run folders is fine, and the batch can run again over it.
+    for _ in range(2):
+        r = sdpa("run", str(workdir / "R" / "spec.yaml"), "--out", "B", "-q", "--junit-xml",
+                 "B/junit.xml")
+        assert r.code == 0, r.err
+    assert (workdir / "B" / "junit.xml").read_text(encoding="utf-8").startswith("<?xml")

@@ -50,9 +50,20 @@ def bad_input(problems: Iterable[Problem], *, annotate: str | None,
         _write(codequality, ann.codequality(findings), "--codequality")
 
 
+def report_path_problem(path: Path) -> str:
+    """Why a CI report may not go to `path` (inside an sdpa run folder, over a batch file)."""
+    from sdpa_cli.report import manifest
+    from sdpa_cli.report.runfolder import BATCH_FILES
+
+    return manifest.report_path_problem(path, BATCH_FILES)
+
+
 def _write(path: Path, text: str, flag: str) -> None:
     from sdpa_cli.report.runfolder import write_atomic
 
+    why = report_path_problem(path)
+    if why:
+        raise RunError(f"{flag}: {why}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text.encode("utf-8"), follow=True)

@@ -129,8 +129,12 @@ def write_junit(path: Path, outcomes: Sequence[Outcome], *, started: float | Non
                 ) -> None:
     """Write the report where --junit-xml asks (its folder is made if missing)."""
     from sdpa_cli.errors import RunError
+    from sdpa_cli.report.ci import report_path_problem
     from sdpa_cli.report.runfolder import write_atomic
 
+    why = report_path_problem(path)
+    if why:  # checked before the run too (options.ci_settings); the run may have made it one
+        raise RunError(f"--junit-xml: {why}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, junit_xml(outcomes, started=started).encode("utf-8"),

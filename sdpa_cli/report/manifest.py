@@ -252,6 +252,20 @@ def run_folder_problem(folder: Path) -> str:
     return ""
 
 
+def report_path_problem(path: Path, batch_files: tuple[str, ...]) -> str:
+    """Why a CI report (--junit-xml, --codequality) must not be written at `path`: inside a
+    run folder sdpa wrote (an extra file there, or a new manifest.json, would make sdpa
+    refuse to replace that folder later), or over a batch folder's own files. '' if it may."""
+    folder = path.parent
+    if (folder / NAME).is_file():
+        doc, _ = _read_json(folder / NAME)
+        if doc is not None and not _check(doc, KIND, NAME):
+            return f"{folder} is an sdpa run folder; write the report outside it"
+    if path.name in (*batch_files, BATCH_NAME) and (folder / BATCH_NAME).is_file():
+        return f"{path.name} is one of the batch folder's own files; choose another name"
+    return ""
+
+
 def batch_file_problem(root: Path, names: tuple[str, ...]) -> str:
     """'' when every one of `names` in the batch folder `root` is absent, or is listed in the
     batch manifest sdpa wrote there and unchanged since. Otherwise why not."""
