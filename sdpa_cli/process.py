@@ -19,7 +19,7 @@ _MESSAGE = b"sdpa: interrupted\n"
 # Three phases. Before `arm()` (imports, start-up) and after `disarm()` (exit, flushing),
 # nothing is half-written and no clean-up is due, so SIGINT ends the process at once with
 # exit 130 and one line. While armed, the handler raises KeyboardInterrupt so that run folders
-# and temporary files are cleaned up by the code that made them, and cli.run turns it into
+# and temporary files are cleaned up by the code that made them, and entry.run turns it into
 # exit 130. The flag stays set, so an interrupt that a library swallowed (a KeyboardInterrupt
 # inside a weakref callback, or during an import that turns it into ImportError) is still
 # honoured at the next checkpoint, and further Ctrl-Cs do not cut the clean-up short.

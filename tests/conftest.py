@@ -18,7 +18,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 from sdpa_cli import executors  # noqa: E402
-from sdpa_cli.cli import run  # noqa: E402 - after the BLAS setting above
+from sdpa_cli.entry import run  # noqa: E402 - after the BLAS setting above
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "experiments"

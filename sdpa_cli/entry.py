@@ -1,0 +1,141 @@
+"""The `sdpa` program around the click commands: exit codes, one-line errors, signals, stdio."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sdpa_cli import process
+from sdpa_cli.cli import cli
+from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError, one_line
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that temporary folders are cleaned up."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _click_line(e: click.ClickException) -> str:
+    if isinstance(e, click.BadParameter) and e.param is not None:
+        opts = getattr(e.param, "opts", None) or [e.param.name or "value"]
+        return f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
+    text = " ".join(e.format_message().split())
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None and ctx.command_path:
+        text = f"{ctx.command_path}: {text}"
+    return text
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The last value given to `flag` (`--flag V` or `--flag=V`) in raw arguments."""
+    value = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(f"{flag}="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
+    """Under GitHub Actions (or --annotations github) a bad spec is also an ::error line and a
+    line of the step summary; --codequality FILE lists it for GitLab."""
+    from sdpa_cli.errors import InputError
+
+    if not isinstance(e, InputError):
+        return
+    choice = _flag_value(args, "--annotations")
+    codequality = _flag_value(args, "--codequality")
+    if any(p.flag == "--codequality" for p in e.problems):
+        codequality = None  # the problem is where that report would go: write nothing there
+    from sdpa_cli.report import ci
+
+    try:
+        ci.bad_input(e.problems, annotate=choice if choice in ("github", "none") else None,
+                     codequality=Path(codequality) if codequality else None)
+    except SdpaError as err:  # the report could not be written: one more line, same exit
+        for line in err.lines():
+            click.echo(line, err=True)
+
+
+def run(args: list[str]) -> int:
+    """Run sdpa with these arguments and return the exit code (errors become one line)."""
+    try:
+        result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.NoArgsIsHelpError as e:  # bare `sdpa`: the help, laid out
+        if e.ctx is not None:
+            click.echo(e.ctx.get_help())
+        return 0
+    except click.exceptions.Abort:
+        click.echo("sdpa: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as e:
+        click.echo(one_line(_click_line(e)), err=True)
+        return EXIT_BAD_INPUT if isinstance(e, click.UsageError) else e.exit_code
+    except SdpaError as e:
+        for line in e.lines():
+            click.echo(line, err=True)
+        _annotate_bad_input(e, args)
+        return e.exit_code
+    except KeyboardInterrupt:
+        click.echo("sdpa: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except Terminated:
+        click.echo("sdpa: terminated", err=True)
+        return 128 + signal.SIGTERM
+    except Exception as e:  # a bug: say so in one line, keep the traceback for SDPA_DEBUG
+        if process.pending():  # Ctrl-C that a library turned into another error (ImportError)
+            click.echo("sdpa: interrupted", err=True)
+            return EXIT_INTERRUPTED
+        if os.environ.get("SDPA_DEBUG"):
+            raise
+        click.echo(one_line(f"sdpa: internal error: {type(e).__name__}: {e} "
+                            "(set SDPA_DEBUG=1 for the traceback)"), err=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    process.install()
+    process.setup_streams()
+    # sdpa runs its own worker threads (--workers); BLAS threads inside each would only
+    # oversubscribe the cores, and one BLAS thread also fixes how matmul sums. Set before
+    # NumPy loads (the CLI imports it lazily); a user's own setting wins.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    process.keep_freed_memory()  # 2 threads were slower than 1 without it (see there)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    process.arm()
+    try:
+        code = run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:  # between arming and run()'s own handlers
+        code = EXIT_INTERRUPTED
+        click.echo("sdpa: interrupted", err=True)
+    if process.pending() and code != EXIT_INTERRUPTED:  # swallowed by a library
+        code = EXIT_INTERRUPTED
+        click.echo("sdpa: interrupted", err=True)
+    try:
+        sys.stdout.flush()
+    except OSError as e:  # the reader left (see report.write_stdout), or /dev/full
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if not isinstance(e, BrokenPipeError):
+            click.echo(f"sdpa: cannot write to stdout: {e.strerror or e}", err=True)
+            code = code or 1
+    process.disarm()
+    if code == EXIT_INTERRUPTED:
+        # Everything is cleaned up and flushed. Exit here: CPython 3.11 remembers a Ctrl-C
+        # that hit code run by eval() (namedtuple, during an import) even though it was
+        # handled, and its normal exit would then kill the process with -SIGINT instead.
+        os._exit(code)
+    sys.exit(code)
