@@ -10,8 +10,9 @@ from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.slopes import fit_slope
 from sdpa_cli.spec.score_sources import SaturationFields
+from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies.common import finite
-from sdpa_cli.studies.result import Check, Column, Figure
+from sdpa_cli.studies.result import Check, Column, Figure, Table, as_row
 from sdpa_cli.studies.rule_tables import headline
 from sdpa_cli.studies.saturation_rows import KeySlopeRow
 
@@ -162,3 +163,28 @@ def vs_keys_figure(spec: SaturationFields, rows: Sequence[Mapping[str, Any]], *,
          "freezing": {n: sat.freezing_std(n) for n in keys},
          "uniform_frobenius": {n: sat.uniform_frobenius(n) for n in keys},
          "se_k": 2.0, "left_out": max(0, len(spec.dim_list) - FIGURE_MAX_DIMS)})
+
+
+def coordinate_checks(spec: SaturationFields, rows: Sequence[Mapping[str, Any]], *,
+                      d_quantities: Sequence[str], d_columns: tuple[Column, ...],
+                      jacobian: bool, se_tolerance: float
+                      ) -> tuple[list[Table], list[Check], list[Figure]]:
+    """The slope tables of a random-vector sweep, with their checks: versus d_k (≥ 3 values)
+    and versus n (≥ 3 key counts); and the versus-n figure (≥ 2 key counts)."""
+    tables: list[Table] = []
+    checks: list[Check] = []
+    figures: list[Figure] = []
+    if len(spec.dim_list) >= 3:
+        slopes, slope_checks = rtab.slope_table(spec, rows, d_quantities, se_tolerance)
+        tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
+                            d_columns, tuple(as_row(r) for r in slopes)))
+        checks.extend(slope_checks)
+    if len(spec.key_list) >= 3:
+        by_n, n_checks = slope_table(spec, rows, JACOBIAN_QUANTITIES if jacobian
+                                     else SWEEP_QUANTITIES, se_tolerance)
+        tables.append(Table("slopes_vs_n", "Coordinate check: log-log slopes versus n",
+                            SLOPE_COLUMNS, tuple(as_row(r) for r in by_n)))
+        checks.extend(n_checks)
+    if len(spec.key_list) >= 2:
+        figures.append(vs_keys_figure(spec, rows, jacobian=jacobian))
+    return tables, checks, figures

@@ -111,20 +111,12 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     elif source == "vectors":
         vector, checks, figures, notes = _vector_run(spec, ctx)
         rows = [as_row(r) for r in vector]
-        if len(spec.dim_list) >= 3:
-            slopes, slope_checks = rtab.slope_table(spec, rows, SLOPE_QUANTITIES,
-                                                      spec.se_tolerance)
-            tables.append(Table("slopes", "Coordinate check: log-log slopes versus d_k",
-                                SLOPE_COLUMNS, tuple(as_row(r) for r in slopes)))
-            checks.extend(slope_checks)
-        if len(spec.key_list) >= 3:
-            by_n, n_checks = keys_axis.slope_table(spec, rows, keys_axis.SWEEP_QUANTITIES,
-                                                   spec.se_tolerance)
-            tables.append(Table("slopes_vs_n", "Coordinate check: log-log slopes versus n",
-                                keys_axis.SLOPE_COLUMNS, tuple(as_row(r) for r in by_n)))
-            checks.extend(n_checks)
-        if len(spec.key_list) >= 2:
-            figures.append(keys_axis.vs_keys_figure(spec, rows, jacobian=False))
+        more_tables, more_checks, more_figures = keys_axis.coordinate_checks(
+            spec, rows, d_quantities=SLOPE_QUANTITIES, d_columns=SLOPE_COLUMNS,
+            jacobian=False, se_tolerance=spec.se_tolerance)
+        tables += more_tables
+        checks += more_checks
+        figures += more_figures
         columns = _vector_columns(spec, vector)
         title = keys_axis.table_title("Softmax saturation", spec)
     else:
