@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import write_spec
 
 from sdpa_cli import batch, executors, registry
 from sdpa_cli import spec as spec_mod
@@ -19,7 +20,6 @@ from sdpa_cli.numerics.blocks import Job, fold_blocks, fold_jobs
 from sdpa_cli.report import writers
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.studies.context import RunContext
-from tests.conftest import write_spec
 
 
 class Counter:
