@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -138,4 +139,10 @@ def main(argv: list[str] | None = None) -> None:
         # that hit code run by eval() (namedtuple, during an import) even though it was
         # handled, and its normal exit would then kill the process with -SIGINT instead.
         os._exit(code)
+    # The run is over and flushed. Python's finalization puts SIGINT back to its default
+    # action, so a Ctrl-C in those last milliseconds killed the process by the signal (-2,
+    # no message) after a batch that had finished: ignore it instead, and exit with the code
+    # the run earned. (SIGTERM still ends a finalization that hangs.)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code)
