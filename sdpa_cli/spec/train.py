@@ -29,6 +29,11 @@ OPTIMISERS: tuple[Optimiser, ...] = ("sgd", "adam")
 DEFAULT_LRS: dict[Optimiser, list[float]] = {"sgd": [0.1], "adam": [0.003]}
 
 
+def optimiser_name(opt: str) -> str:
+    """How an optimiser is written in prose and figures: SGD, Adam."""
+    return {"sgd": "SGD", "adam": "Adam"}.get(opt, opt)
+
+
 class TrainSpec(SpecBase):
     """Train one attention head on associative recall under each scaling rule."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from sdpa_cli.numerics import recall
-from sdpa_cli.spec.train import TrainSpec
+from sdpa_cli.spec.train import TrainSpec, optimiser_name
 from sdpa_cli.studies.result import Column
 from sdpa_cli.studies.train_rows import ClaimRow, SensitivityRow, TrainRow
 
@@ -107,8 +107,8 @@ def audit_claims(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRo
                          f"{_steps(b)}, loss {_loss_text(b)}")
         worse_at_big[opt] = compare(_best(rows, sens, big, "none", opt),
                                     _best(rows, sens, big, ref, opt))
-        sentences.append(f"{opt.upper()} (best rate of each rule) steps to {target} within "
-                         f"{spec.steps} steps — " + "; ".join(parts) + ".")
+        sentences.append(f"{optimiser_name(opt)} (best rate of each rule) steps to {target} "
+                         f"within {spec.steps} steps — " + "; ".join(parts) + ".")
     counts = {rule: (sum(r.diverged for r in rows if r.scaling == rule),
                      sum(r.seeds for r in rows if r.scaling == rule))
               for rule in ("none", ref)}

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.report.figures import style
+from sdpa_cli.spec.train import optimiser_name
 from sdpa_cli.studies.result import Figure
 
 LOG_SPAN = 20.0  # a log axis only when the values span more than this factor
@@ -66,7 +67,7 @@ def draw_loss_curves(figure: Figure):
             ax.set_ylabel(_log_if_wide(ax, np.asarray([*seen, data["chance"]]),
                                        "training loss (nats)"))
             ax.set_xlabel("step")
-            ax.set_title(f"{opt.upper()}, d_k = {dim}", fontsize=10)
+            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
         style.legend_outside(axes[r][-1])
     fig.suptitle(f"{figure.title}\nline: median of {data['seeds']} seeds; band: their range; "
                  f"each point a mean over {data['log_every']} steps of {data['batch']} "
@@ -101,7 +102,7 @@ def draw_traces(figure: Figure):
             else:
                 ax.set_ylabel(_log_if_wide(ax, np.asarray(seen), "largest |score|"))
             ax.set_xlabel("step")
-            ax.set_title(f"{opt.upper()}, d_k = {dim}", fontsize=10)
+            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
         style.legend_outside(axes[r][-1])
     fig.suptitle(f"{figure.title}\nn = {data['keys']} rows per sequence; median and range "
                  f"over {data['seeds']} seeds at each rule's best rate", fontsize=10)
@@ -133,7 +134,7 @@ def draw_loss_vs_lr(figure: Figure):
             ax.set_xlabel("learning rate (log scale)")
             ax.set_ylabel("final loss (nats)")
             ax.set_ylim(bottom=0)
-            ax.set_title(f"{opt.upper()}, d_k = {dim}", fontsize=10)
+            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
         style.legend_outside(axes[r][-1])
     fig.suptitle(f"{figure.title}\nmedian and range over {data['seeds']} seeds; a missing "
                  "point diverged", fontsize=10)
