@@ -223,17 +223,21 @@ def dashboard(client: Any) -> str | None:
     return None
 
 
-def _versions() -> tuple[str, str, str]:
+def _versions() -> tuple[str, str, str, str]:
+    """sdpa's version and the hash of its source (a checkout with local edits keeps the
+    version string), NumPy's and Python's versions."""
     import numpy
 
     import sdpa_cli
+    from sdpa_cli.report.unchanged import code_digest
 
-    return sdpa_cli.__version__, numpy.__version__, sys.version.split()[0]
+    return (sdpa_cli.__version__, f"code {code_digest()[:12]}", numpy.__version__,
+            sys.version.split()[0])
 
 
 def check_versions(client: Any, where: str) -> None:
-    """Every worker must compute blocks with the same sdpa, NumPy and Python as this process,
-    or its blocks could differ in the last digits (exit 1 before any work)."""
+    """Every worker must compute blocks with the same sdpa source, NumPy and Python as this
+    process, or its blocks could differ in the last digits (exit 1 before any work)."""
     here = _versions()
     try:
         theirs = client.run(_versions)
@@ -243,7 +247,7 @@ def check_versions(client: Any, where: str) -> None:
     for worker, versions in sorted(theirs.items()):
         if tuple(versions) != here:
             raise RunError(
-                f"Dask worker {worker} has sdpa/NumPy/Python {'/'.join(versions)}, this "
+                f"Dask worker {worker} has sdpa/source/NumPy/Python {'/'.join(versions)}, this "
                 f"process {'/'.join(here)}; results would not be byte-identical; nothing ran")
 
 

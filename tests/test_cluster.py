@@ -251,3 +251,24 @@ def test_quiet_dask_silences_every_distributed_logger(monkeypatch):
                if n == "distributed" or n.startswith("distributed.")]
     assert logging.getLogger("distributed.client") in loggers
     assert all(not lg.isEnabledFor(logging.ERROR) for lg in loggers)
+
+
+def test_a_worker_with_other_sdpa_source_is_refused_before_any_work():
+    """Same version string, edited source: the worker's blocks could differ, so nothing runs."""
+    from sdpa_cli.errors import RunError
+
+    here = executors._versions()
+    assert here[1].startswith("code ") and len(here[1]) == len("code ") + 12
+
+    class Client:
+        def __init__(self, theirs: dict[str, tuple[str, ...]]) -> None:
+            self.theirs = theirs
+
+        def run(self, fn: Callable[[], Any]) -> dict[str, tuple[str, ...]]:
+            return self.theirs
+
+    executors.check_versions(Client({"tcp://w1": here, "tcp://w2": here}), "at X")
+    edited = (here[0], "code 000000000000", *here[2:])
+    with pytest.raises(RunError, match=r"tcp://w2 has sdpa/source/NumPy/Python .*code "
+                                       r"000000000000.*nothing ran"):
+        executors.check_versions(Client({"tcp://w1": here, "tcp://w2": edited}), "at X")
