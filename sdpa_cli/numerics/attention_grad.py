@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.softmax import jacobian_norms, softmax
 
-# A score row's softmax Jacobian below this Frobenius norm passes almost no gradient (issue 14).
+# A score row's softmax Jacobian below this Frobenius norm passes almost no gradient.
 FROZEN_BELOW = 1e-3
 
 
@@ -22,21 +22,14 @@ class RuleParams:
     cap: float | None  # softcap C: S = C·tanh(s/C)
 
 
-def rule_params(scaling: Any, d_k: int, n_keys: int) -> RuleParams:
-    """Read a numerics.scaling.Scaling (before or after issue 15 adds norm/cap/log_n).
-
-    Only the documented fields are read, through getattr, so a Scaling without the new
-    fields and one with them (or a test stand-in) both work.
-    """
-    try:
-        factor = float(scaling.factor(d_k, n=n_keys))
-    except TypeError:  # a Scaling from before issue 15: factor(d) only, and no logn rule
-        factor = float(scaling.factor(d_k))
-    norm = "cosine" if getattr(scaling, "cosine", False) else getattr(scaling, "norm", None)
+def rule_params(scaling: Scaling, d_k: int, n_keys: int) -> RuleParams:
+    """What the layer needs of a scaling rule at this d_k and number of keys."""
+    factor = float(scaling.factor(d_k, n=n_keys))
+    norm = "cosine" if scaling.cosine else scaling.norm
     if norm not in (None, "cosine", "layer", "rms"):
         raise ValueError(f"unknown q/k normalisation {norm!r}")
-    cap = getattr(scaling, "cap", None)
-    return RuleParams(factor=factor, norm=norm, cap=None if cap is None else float(cap))
+    return RuleParams(factor=factor, norm=norm,
+                      cap=None if scaling.cap is None else float(scaling.cap))
 
 
 @dataclass(frozen=True)
@@ -117,7 +110,7 @@ def forward(
     WQ: np.ndarray,
     WK: np.ndarray,
     WV: np.ndarray,
-    scaling: Any,
+    scaling: Scaling,
     *,
     causal: bool = False,
     projected: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,

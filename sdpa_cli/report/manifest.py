@@ -17,7 +17,7 @@ from sdpa_cli import __version__
 from sdpa_cli.numerics.rng import BIT_GENERATOR
 
 # A folder is sdpa's to replace only when its manifest carries this marker and schema and
-# lists exactly the files that are there, byte for byte (DESIGN §9).
+# lists exactly the files that are there, byte for byte.
 KIND = "sdpa-run-folder"
 BATCH_KIND = "sdpa-batch-folder"
 SCHEMA_VERSION = 1

@@ -1,4 +1,4 @@
-"""Figures of the issue-15 rules: the exact leading-key family versus n, and slopes."""
+"""Figures of the field's rules versus n: the leading-key family, REM participation, keys axis."""
 
 from __future__ import annotations
 
