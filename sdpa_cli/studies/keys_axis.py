@@ -8,7 +8,6 @@ from typing import Any
 
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.numerics.slopes import fit_slope
 from sdpa_cli.spec.score_sources import SaturationFields
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies.common import finite
@@ -102,23 +101,12 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
             for name in quantities:
                 if name == "self_score_mean" and spec.correlation == 0:
                     continue
-                vals = [_value(r, name) for r in pts]
-                keys = [r["keys"] for r in pts]
-                y = [v[0] if v[0] is not None else math.nan for v in vals]
-                se = [v[1] if v[1] is not None else math.nan for v in vals]
-                use_se = all(e and e > 0 and math.isfinite(e) for e in se)
-                try:
-                    fit = fit_slope(keys, y, se if use_se else None)
-                except ValueError:
+                measured = rtab.fit_with_theory([r["keys"] for r in pts],
+                                                [_value(r, name) for r in pts], k)
+                if measured is None:
                     continue
+                fit, finite_th, agrees = measured
                 asym, basis = _theory(spec, rule, name, pts[0].get("implied_score_std"))
-                finite_th = None
-                if all(v[2] is not None and v[2] > 0 for v in vals):
-                    th = [float(v[2]) for v in vals]  # type: ignore[arg-type]
-                    th_se = [t * e / m for t, e, m in zip(th, se, y, strict=True)] \
-                        if use_se else None
-                    finite_th = fit_slope(keys, th, th_se).slope
-                agrees = fit.agrees(finite_th, k) if finite_th is not None else None
                 out.append(KeySlopeRow(
                     dim=d, scaling=label, quantity=name, slope=finite(fit.slope),
                     slope_se=finite(fit.se), method=fit.method, theory_slope=asym,

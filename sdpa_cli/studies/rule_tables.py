@@ -9,7 +9,7 @@ from typing import Any
 from sdpa_cli.numerics.additive import INIT as ADDITIVE_INIT
 from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.numerics.slopes import fit_slope, theory_slope
+from sdpa_cli.numerics.slopes import Slope, fit_slope, theory_slope
 from sdpa_cli.spec.score_sources import SaturationFields
 from sdpa_cli.studies.common import finite
 from sdpa_cli.studies.result import Check, Column, Figure, row_fields
@@ -104,6 +104,30 @@ def headline(r: Mapping[str, Any], name: str
     return r.get(name), r.get(f"{name}_se"), None
 
 
+Point = tuple[float | None, float | None, float | None]  # (value, se, exact theory value)
+
+
+def fit_with_theory(x: list[float], points: Sequence[Point], k: float
+                    ) -> tuple[Slope, float | None, bool | None] | None:
+    """The log-log fit of the values against x (weighted when every point has an se), the
+    same fit through the exact theory values when every point has one, and whether the two
+    agree within k se; None when no slope can be fitted."""
+    y = [v[0] if v[0] is not None else math.nan for v in points]
+    se = [v[1] if v[1] is not None else math.nan for v in points]
+    use_se = all(e and e > 0 and math.isfinite(e) for e in se)
+    try:
+        fit = fit_slope(x, y, se if use_se else None)
+    except ValueError:
+        return None
+    finite_th = None
+    if all(v[2] is not None and v[2] > 0 for v in points):
+        th = [float(v[2]) for v in points]  # type: ignore[arg-type]
+        # the same weights as the measured fit, so both slopes average alike
+        th_se = [t * e / m for t, e, m in zip(th, se, y, strict=True)] if use_se else None
+        finite_th = fit_slope(x, th, th_se).slope
+    return fit, finite_th, (fit.agrees(finite_th, k) if finite_th is not None else None)
+
+
 def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                 quantities: Sequence[str], k: float) -> tuple[list[SlopeRow], list[Check]]:
     """Log-log slope of each headline quantity against d, per n and rule, with its se; the
@@ -121,15 +145,11 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
             for name in quantities:
                 if name == "self_score_mean" and spec.correlation == 0:
                     continue
-                vals = [headline(r, name) for r in pts]
-                dims = [r["dim"] for r in pts]
-                y = [v[0] if v[0] is not None else math.nan for v in vals]
-                se = [v[1] if v[1] is not None else math.nan for v in vals]
-                use_se = all(e and e > 0 and math.isfinite(e) for e in se)
-                try:
-                    fit = fit_slope(dims, y, se if use_se else None)
-                except ValueError:
+                measured = fit_with_theory([r["dim"] for r in pts],
+                                           [headline(r, name) for r in pts], k)
+                if measured is None:
                     continue
+                fit, finite_th, agrees = measured
                 coupling = "aligned" if name == "self_score_mean" else "independent"
                 quantity = {"self_score_mean": "score_std",
                             "mean_frobenius": "frobenius"}.get(name, name)
@@ -138,14 +158,6 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                 if name not in ("score_std", "self_score_mean") and (
                         spec.correlation != 0 or spec.mask != "none" or spec.mean != 0):
                     asym = None  # the table's weight slopes assume centred independent rows
-                finite_th = None
-                if all(v[2] is not None and v[2] > 0 for v in vals):
-                    th = [float(v[2]) for v in vals]  # type: ignore[arg-type]
-                    # the same weights as the measured fit, so both slopes average alike
-                    th_se = [t * e / m for t, e, m in zip(th, se, y, strict=True)] \
-                        if use_se else None
-                    finite_th = fit_slope(dims, th, th_se).slope
-                agrees = fit.agrees(finite_th, k) if finite_th is not None else None
                 out.append(SlopeRow(
                     keys=n, scaling=label, quantity=name, slope=finite(fit.slope),
                     slope_se=finite(fit.se), method=fit.method, theory_slope=asym,
