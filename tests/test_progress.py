@@ -1,5 +1,5 @@
-"""Progress of single study commands (the blocks bar, on a terminal only) and the studies'
-ticks."""
+"""Progress of single study commands (the blocks bar, on a terminal only), the studies' ticks,
+and the batch report after a lost scheduler."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cells import Counter
+from conftest import write_spec
+from test_cells import SPECS, Counter
 
-from sdpa_cli import registry, report
+from sdpa_cli import batch, registry, report
 from sdpa_cli import spec as spec_mod
+from sdpa_cli.errors import SchedulerLost
+from sdpa_cli.report import batch as batch_report
+from sdpa_cli.report import collect
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.studies import train
 from sdpa_cli.studies.context import RunContext
@@ -108,3 +112,58 @@ def test_training_runs_on_an_executor_tick_as_they_complete():
     assert (counter.planned, counter.done) == (runs, runs) and runs >= 4
     assert ticked.to_json() == registry.get("train").run(spec, RunContext()).to_json()
 
+
+# --- a lost scheduler mid-batch: the index describes the folders on disk -------------------
+
+
+def _specs(folder: Path) -> Path:
+    folder.mkdir()
+    for name, text in SPECS.items():
+        write_spec(folder, name, text)
+    return folder
+
+
+def test_a_lost_scheduler_mid_batch_rebuilds_the_index_from_the_folders(sdpa, workdir,
+                                                                         monkeypatch):
+    specs = _specs(workdir / "specs")
+    first = sdpa("run", specs, "--out", "out", "--no-plots")
+    assert first.code == 0, first.err
+    out = workdir / "out"
+    names = sorted(p.name for p in out.iterdir() if collect.is_run_folder(p))
+    assert len(names) >= 2
+    before = (out / "index.md").read_text()
+    for path in specs.iterdir():  # every spec changes its seed: each must be computed again
+        path.write_text(path.read_text().replace("seed: ", "seed: 1"))
+    compute, calls = batch.compute, []
+
+    def lose_at_second(p: Any, settings: Any) -> Any:
+        calls.append(p)
+        if len(calls) == 2:
+            raise SchedulerLost("lost the Dask scheduler tcp://x:1 mid-run; this run stopped")
+        return compute(p, settings)
+
+    monkeypatch.setattr(batch, "compute", lose_at_second)
+    lost = sdpa("run", specs, "--out", "out", "--no-plots")
+    assert lost.code == 1
+    assert lost.err.strip().splitlines()[-1].startswith("lost the Dask scheduler tcp://x:1")
+    assert "updated out/index.md and report.html" in lost.err
+    # the index is what the folders on disk make of themselves, the new first one included
+    on_disk = collect.entries(out)
+    assert (out / "index.md").read_text() == batch_report.index_md(on_disk)
+    seeds = {e.name: e.result.spec["seed"] for e in on_disk if e.result is not None}
+    assert seeds == {"a-phase": 13, "b-variance": 4, "c-sweep": 5}  # one new, two untouched
+    assert before != (out / "index.md").read_text()
+
+
+def test_a_lost_scheduler_before_any_folder_leaves_the_index_alone(sdpa, workdir, monkeypatch):
+    specs = _specs(workdir / "specs")
+    assert sdpa("run", specs, "--out", "out", "--no-plots").code == 0
+    index = (workdir / "out" / "index.md").read_bytes()
+
+    def lose(p: Any, settings: Any) -> Any:
+        raise SchedulerLost("lost the Dask scheduler tcp://x:1 mid-run")
+
+    monkeypatch.setattr(batch, "compute", lose)
+    lost = sdpa("run", specs, "--out", "out", "--no-plots", "--force")
+    assert lost.code == 1 and "updated" not in lost.err
+    assert (workdir / "out" / "index.md").read_bytes() == index
