@@ -8,13 +8,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdpa_cli import batch, executors, paths, registry, report, spec
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
+
+if TYPE_CHECKING:
+    from sdpa_cli.report.progress import Progress
 
 
 def run_study(
@@ -37,7 +40,9 @@ def run_study(
     target = report.target_for(resolved.name or study, settings)
     if settings.write:
         report.ready(target)
-    with executors.session(settings) as settings:
+    with executors.session(settings) as settings, _progress(study, resolved, settings) as bar:
+        if bar.live:  # a terminal watches: the blocks bar, gone before the table prints
+            settings = dataclasses.replace(settings, tick=bar.tick)
         started = time.time()
         result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
@@ -55,6 +60,15 @@ def run_study(
                       seconds=time.time() - started, folder=folder)
     report.finish_ci([outcome], settings, started=started)
     return tally.exit_code
+
+
+def _progress(study: str, resolved: Any, settings: report.Settings) -> Progress:
+    """The blocks bar of one study command: on a terminal only, and only for the table
+    (-q and --format json|csv|markdown draw nothing: stdout carries the document alone)."""
+    from sdpa_cli.report.progress import Progress
+
+    return Progress.blocks_only(f"{study} {resolved.name or study}: blocks",
+                                quiet=settings.quiet or settings.fmt != "table")
 
 
 # --- worked examples: NAME lookup, --list and --all -------------------------------------------

@@ -146,17 +146,20 @@ def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
 def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
                 argv: list[str] | None = None, fail_fast: bool = False,
                 progress: Progress | None = None, catch: bool = True,
-                keep_unchanged: bool = False) -> tuple[list[Outcome], Report]:
+                keep_unchanged: bool = False, into: list[Outcome] | None = None,
+                ) -> tuple[list[Outcome], Report]:
     """The one batch runner (`sdpa run` and `worked-example --all`): probe the folder, run
     every planned spec and write its folder in order (with a cluster, up to SPECS_AHEAD
     specs compute at once), stop early under fail_fast, count into a Report.
     With keep_unchanged, a run folder whose manifest records this very spec, code, library
-    versions and figure settings is kept as it is (its recorded status counts)."""
+    versions and figure settings is kept as it is (its recorded status counts).
+    Outcomes are appended to `into` as they come, so a caller still has them when the batch
+    ends early on an error (a lost scheduler)."""
     for p in planned[:1] if settings.write else ():
         report.ready(p.target)  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv
     tally = Report(check=settings.check)
-    outcomes: list[Outcome] = []
+    outcomes: list[Outcome] = into if into is not None else []
     if progress is not None and progress.live:
         settings = dataclasses.replace(settings, tick=progress.tick)
     ahead = _Ahead(planned, settings, keep_unchanged) if settings.executor is not None else None
@@ -257,10 +260,16 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
         planned = [p for p, ok in zip(planned, chosen, strict=True) if ok]
     progress = Progress(len(planned), quiet=settings.quiet)
     started = time.time()
-    with executors.session(settings) as settings, progress:
-        outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
-                                      progress=progress,
-                                      keep_unchanged=settings.write and not force)
+    finished: list[Outcome] = []
+    try:
+        with executors.session(settings) as settings, progress:
+            outcomes, tally = run_planned(planned, settings, argv=argv, fail_fast=fail_fast,
+                                          progress=progress, into=finished,
+                                          keep_unchanged=settings.write and not force)
+    except SchedulerLost:
+        if settings.write:
+            _index_after_loss(finished, settings)
+        raise  # exit 1 and its message, as before
     described: list[Entry] = []
     if settings.write:
         described = batch_report.write(outcomes, settings.root)
@@ -280,6 +289,27 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
                 bad = [f["check"] for f in batch_report.failures(o)]
                 print(f"sdpa: {o.planned.file}: FAIL {', '.join(bad)}", file=sys.stderr)
     return tally.exit_code
+
+
+def _index_after_loss(finished: Sequence[Outcome], settings: report.Settings) -> None:
+    """After a lost scheduler: if specs of this batch replaced their folders before the loss,
+    rebuild index.md and report.html from the run folders on disk, so they describe the new
+    folders (and the old ones the loss left untouched). Only this process writes folders, one
+    by one, and the specs still computing write none, so the folders are settled here. A
+    failure to write the index must not hide the loss: it is said in one line, and the
+    loss's own message and exit 1 follow."""
+    from sdpa_cli.report import batch as batch_report
+
+    if not any(o.folder is not None and not o.kept for o in finished):
+        return  # nothing replaced: the index on disk still describes every folder
+    try:
+        batch_report.write(finished, settings.root)
+    except (SdpaError, OSError) as e:
+        why = " ".join(e.lines()) if isinstance(e, SdpaError) else e.strerror or str(e)
+        print(f"sdpa: index.md and report.html not rebuilt: {why}", file=sys.stderr)
+        return
+    if not settings.quiet:
+        print(f"updated {settings.root / 'index.md'} and report.html", file=sys.stderr)
 
 
 def run_validate(targets: list[Path], *, quiet: bool = False) -> int:

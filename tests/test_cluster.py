@@ -9,8 +9,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,20 +135,31 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@needs_dask
-@pytest.mark.slow
-def test_a_lost_scheduler_ends_the_run_with_exit_1_and_keeps_the_old_folder(
-        sdpa, workdir: Path, monkeypatch):
-    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "critical")
+@contextmanager
+def _scheduler_and_worker() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(address, scheduler process) of a Dask scheduler with one worker, both killed after."""
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    quiet: dict[str, Any] = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
                                   "--host", "127.0.0.1", "--port", str(port),
                                   "--no-dashboard"], **quiet)
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
                                "--nthreads", "1", "--no-dashboard", "--no-nanny"], **quiet)
     try:
+        yield address, scheduler
+    finally:
+        for p in (worker, scheduler):
+            p.kill()
+            p.wait()
+
+
+@needs_dask
+@pytest.mark.slow
+def test_a_lost_scheduler_ends_the_run_with_exit_1_and_keeps_the_old_folder(
+        sdpa, workdir: Path, monkeypatch):
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "critical")
+    with _scheduler_and_worker() as (address, scheduler):
         args = ["variance", "--dims", "1000", "--pairs", "60000", "--seed", "2", "--no-plots",
                 "--out", "kept", "--scheduler", address]
         first = None
@@ -177,10 +189,52 @@ def test_a_lost_scheduler_ends_the_run_with_exit_1_and_keeps_the_old_folder(
         assert "Traceback" not in lost.err
         assert (workdir / "kept" / "results.json").read_bytes() == kept
         assert sorted(p.name for p in workdir.iterdir()) == ["kept"]
-    finally:
-        for p in (worker, scheduler):
-            p.kill()
-            p.wait()
+
+
+@needs_dask
+@pytest.mark.slow
+def test_a_scheduler_lost_mid_batch_leaves_an_index_of_the_folders_on_disk(
+        sdpa, workdir: Path, monkeypatch):
+    from test_cells import SPECS
+
+    from sdpa_cli import report
+    from sdpa_cli.report import batch as batch_report
+    from sdpa_cli.report import collect
+
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "critical")
+    specs = workdir / "specs"
+    specs.mkdir()
+    for name, text in SPECS.items():
+        (specs / name).write_text(text)
+    with _scheduler_and_worker() as (address, scheduler):
+        args = ["run", specs, "--out", "out", "--no-plots", "--scheduler", address]
+        first = None
+        for _ in range(30):  # the scheduler and its worker take a few seconds to come up
+            first = sdpa(*args)
+            if first.code == 0:
+                break
+            time.sleep(1)
+        assert first is not None and first.code == 0, first.err
+        before = (workdir / "out" / "index.md").read_text()
+        for path in specs.iterdir():  # new seeds: every spec must be computed again
+            path.write_text(path.read_text().replace("seed: ", "seed: 1"))
+        write_run = report.write_run
+
+        def kill_scheduler_after_first(*a: Any, **kw: Any) -> Path:
+            folder = write_run(*a, **kw)
+            if scheduler.poll() is None:
+                scheduler.send_signal(signal.SIGKILL)
+                scheduler.wait()
+            return folder
+
+        monkeypatch.setattr(report, "write_run", kill_scheduler_after_first)
+        lost = sdpa(*args)
+    assert lost.code == 1, lost.err
+    assert lost.err.strip().splitlines()[-1].startswith(f"lost the Dask scheduler {address}")
+    out = workdir / "out"
+    seeds = {e.name: e.result.spec["seed"] for e in collect.entries(out) if e.result}
+    assert seeds["a-phase"] == 13 and seeds != {"a-phase": 13, "b-variance": 14, "c-sweep": 15}
+    assert (out / "index.md").read_text() == batch_report.index_md(collect.entries(out)) != before
 
 
 def test_lost_scheduler_is_a_run_error_of_exit_1():

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.blocks import Tick, fold_blocks
 from sdpa_cli.numerics.moments import Histogram, Moments, Reservoir, bin_counts
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.sampling import (
@@ -125,6 +125,7 @@ def simulate_dots(
     cosine: bool = False,
     sample_cap: int = SAMPLE_CAP,
     scale: float = 1.0,
+    tick: Tick | None = None,
 ) -> DotStats:
     """Draw `pairs` dot products in standardized units and summarise q·k − d·m².
 
@@ -170,6 +171,6 @@ def simulate_dots(
             cos_stream.add(cos_part)
         return acc + bad
 
-    degenerate = fold_blocks(plan.blocks, work, fold, 0, workers, executor)
+    degenerate = fold_blocks(plan.blocks, work, fold, 0, workers, executor, tick)
     return DotStats(dot_stream.freeze(), cos_stream.freeze() if cos_stream else None,
                     degenerate, dot_shift(law, d), scale)

@@ -1,4 +1,5 @@
-"""Progress of a batch on stderr: live bars (specs, blocks) on a terminal, plain lines otherwise."""
+"""Progress on stderr: live bars (specs, blocks) on a terminal, plain lines otherwise. A batch
+shows both bars; a single study command (`Progress.blocks_only`) only the blocks bar."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ _STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "d
 
 
 class Progress:
-    def __init__(self, total: int, *, quiet: bool = False) -> None:
+    def __init__(self, total: int, *, quiet: bool = False, specs: bool = True,
+                 blocks: str = "  blocks") -> None:
         self.total = total
+        self.specs = specs  # False: no specs bar (one study), the blocks bar alone
+        self.blocks_label = blocks
         self.quiet = quiet
         self.con = console()
         self.live = sys.stderr.isatty() and not quiet
@@ -41,11 +45,19 @@ class Progress:
                                     MofNCompleteColumn(), TimeElapsedColumn(),
                                     console=self.con, transient=True)
             self.bar.__enter__()
-            self.task = self.bar.add_task("starting", total=self.total)
+            if self.specs:
+                self.task = self.bar.add_task("starting", total=self.total)
             # Blocks (and sweep cells) of the specs running, as they complete: a long spec
-            # moves this bar while the one above waits for the spec to end.
-            self.blocks = self.bar.add_task("  blocks", total=None, visible=False)
+            # moves this bar while the one above waits for the spec to end. Hidden until the
+            # first tick, so a study without blocks shows nothing.
+            self.blocks = self.bar.add_task(self.blocks_label, total=None, visible=False)
         return self
+
+    @classmethod
+    def blocks_only(cls, label: str, *, quiet: bool = False) -> Progress:
+        """The blocks bar alone, for one study command: transient, so it is gone before the
+        study's table prints. Live only on a terminal, and not with -q (`quiet`)."""
+        return cls(1, quiet=quiet, specs=False, blocks=label)
 
     def __exit__(self, *exc: Any) -> None:
         if self.bar is not None:

@@ -123,7 +123,8 @@ def _values_at(spec: GradientsSpec, i: int, d: int, ctx: RunContext) -> list[Tri
         return acc
 
     start: list[list[TrialValues]] = []
-    parts = fold_blocks(blocks, work, fold, start, ctx.workers, ctx.executor)
+    parts = fold_blocks(blocks, work, fold, start, ctx.workers, ctx.executor,
+                        ctx.tick)
     return [TrialValues.join([p[r] for p in parts]) for r in range(len(rules))]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics import recall
+from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
@@ -92,10 +93,25 @@ def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
         data_rng=block_generator(spec.seed, (c.dim, seed_index, 1)))
 
 
+def _ticked(tick: Tick | None, log: recall.TrainLog) -> recall.TrainLog:
+    """`log` unchanged, one training run counted done."""
+    if tick is not None:
+        tick(0, 1)
+    return log
+
+
 def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
     plan = [(c, s) for c in configs(spec) for s in range(spec.seeds)]
+    tick = ctx.tick  # progress: one tick per training run completed (counts, never values)
+    if tick is not None:
+        tick(len(plan), 0)
     if ctx.executor is not None:  # a cluster (--scheduler): one task per training run
         futures = [ctx.executor.submit(train_one, spec, c, s) for c, s in plan]
+        if tick is not None:
+            for f in futures:
+                f.add_done_callback(
+                    lambda f: tick(0, 1) if not f.cancelled() and f.exception() is None
+                    else None)
         try:
             logs = [f.result() for f in futures]
         except BaseException:
@@ -107,9 +123,9 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
 
         # Each run owns its generators, so the order of execution changes no digit.
         with ThreadPoolExecutor(ctx.workers) as pool:
-            logs = list(pool.map(lambda cs: train_one(spec, *cs), plan))
+            logs = list(pool.map(lambda cs: _ticked(tick, train_one(spec, *cs)), plan))
     else:
-        logs = [train_one(spec, c, s) for c, s in plan]
+        logs = [_ticked(tick, train_one(spec, c, s)) for c, s in plan]
     by_config: dict[Config, list[recall.TrainLog]] = {}
     for (c, _), log in zip(plan, logs, strict=True):
         by_config.setdefault(c, []).append(log)

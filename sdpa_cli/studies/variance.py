@@ -112,7 +112,7 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
         stats = simulate_dots(
             law, d, spec.pairs, entropy=spec.entropy, key=(i,), method=spec.method,
             workers=ctx.workers, executor=ctx.executor, dot_range=(lo / scale, hi / scale),
-            cosine=want_cosine, scale=scale,
+            cosine=want_cosine, scale=scale, tick=ctx.tick,
         )
         per_dim.append((d, mom, stats))
         for scaling in spec.scalings:
