@@ -83,52 +83,46 @@ def rem_participation_small(n: int, s: float) -> float:
     return math.exp(s * s) / n
 
 
-def _logsumexp(a: Array) -> Array:
-    top = np.max(a, axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    out: Array = (np.log(np.sum(np.exp(a - top), axis=1, keepdims=True)) + top)[:, 0]
-    return out
 
-
-def iid_softmax_moments(n: int, s: float) -> tuple[float, float]:
+def iid_softmax_moments(n: int, s: float, step: float = 0.2) -> tuple[float, float]:
     """(E[Σp²], E[entropy]) of softmax of n iid N(0, s²) scores, by one-dimensional
-    quadrature (exact up to quadrature error ~1e-10, no draws).
+    quadrature (no draws; relative error ≲ 1e-12 against 30-digit references at n = 2).
 
     With Z = Σe^{s g_i}, 1/Z² = ∫₀^∞ t e^{−tZ} dt and the scores independent, t = e^u, w =
     e^{u + s g}: E[Σp²] = n ∫ E[w²e^{−w}] φ(u)^{n−1} du, φ(u) = E[e^{−w}]. Entropy = ln Z −
     s Σp_i g_i with E ln Z = ∫ (e^{−e^u} − φ^n) du (Frullani) and, by Stein's lemma,
-    s E[Σp g] = n s² ∫ E[w(1−w)e^{−w}] φ^{n−1} du. Each E over g is a trapezoid sum over
-    v = u + s g (integrands smooth on scale 1 in v, the Gaussian on scale s), in logs.
+    s E[Σp g] = n s² ∫ E[w(1−w)e^{−w}] φ^{n−1} du. Each E over g is a Gaussian smoothing
+    (width s) of a function of v = u + s g that is smooth on scale 1: a discrete
+    convolution on one lattice (trapezoid rule, spacing ≤ min(step, s/3); absolute errors
+    only, which φ^{n−1} tolerates since it depends on n(1 − φ)).
     """
     if n < 1 or s <= 0:
         raise ValueError("n ≥ 1 keys and a spread s > 0")
     if n == 1:
         return 1.0, 0.0
-    h = min(0.2, s / 3)
-    u_lo = -s * s - math.log(n) / 2 - 25.0
-    u = np.arange(u_lo, 8.5 * s + 8.0 + h, h)
-    v = np.arange(u_lo - 10.0 * s - 5.0, 7.0 + h, h)
-    ev = np.exp(v)
-    lnorm = math.log(h) - 0.5 * math.log(2 * math.pi) - math.log(s)
-    log_a = np.empty(u.size)
-    log_1mphi = np.empty(u.size)
-    phi = np.empty(u.size)
-    b = np.empty(u.size)
-    for i in range(0, u.size, 256):
-        lg = -((v[None, :] - u[i:i + 256, None]) ** 2) / (2 * s * s) + lnorm
-        log_a[i:i + 256] = _logsumexp(lg + (2 * v - ev))
-        with np.errstate(divide="ignore"):
-            log_1mphi[i:i + 256] = _logsumexp(lg + np.log(-np.expm1(-ev)))
-        phi[i:i + 256] = np.sum(np.exp(lg - ev), axis=1)
-        b[i:i + 256] = np.sum(np.exp(lg + v - ev) * (1.0 - ev), axis=1)
-    # 1 − φ from its own sum (no cancellation) while the Gaussian about u lies below the
-    # grid's top (there 1 − e^{−w} is not yet 1); above, φ itself (which vanishes there)
-    inside = u + 12.0 * s <= v[-1]
-    with np.errstate(divide="ignore"):
-        log_phi = np.where(inside, np.log1p(-np.minimum(np.exp(log_1mphi), 1.0)),
-                           np.log(np.maximum(phi, 0.0)))
+    h = min(step, s / 3)
+    reach = math.sqrt(2.0 * (math.log(n) + 60.0))  # Gaussian tails beyond: < e^-60 / n
+    u_lo = max(-s * s - math.log(n) / 2 - 30.0, -30.0 - s * reach)
+    u_hi = 8.0 + s * reach
+    half = int(math.ceil(12.0 * s / h))  # kernel to ±12 s
+    m = np.arange(-half, half + 1) * h
+    kernel = h * np.exp(-0.5 * (m / s) ** 2) / (s * math.sqrt(2 * math.pi))
+    count = int(math.ceil((u_hi - u_lo) / h)) + 1
+    v = u_lo + (np.arange(count + 2 * half) - half) * h
+    ev = np.exp(np.minimum(v, 700.0))
+    with np.errstate(under="ignore", over="ignore"):
+        e_w = np.exp(-ev)
+        smooth = {name: np.convolve(f, kernel, mode="valid") for name, f in (
+            ("a", np.exp(2.0 * v - ev)), ("one_minus_phi", -np.expm1(-ev)), ("phi", e_w),
+            ("b", np.exp(v - ev) * (1.0 - ev)))}
+    u = v[half:half + count]
+    # 1 − φ from its own smoothing where it is small (no cancellation), φ elsewhere
+    one_minus = np.clip(smooth["one_minus_phi"], 0.0, 1.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        log_phi = np.where(one_minus < 0.5, np.log1p(-one_minus),
+                           np.log(np.maximum(smooth["phi"], 0.0)))
         rest = np.exp((n - 1) * log_phi)
-        part = n * h * float(np.sum(np.exp(log_a + (n - 1) * log_phi)))
-        log_z = h * float(np.sum(np.exp(-np.exp(u)) - np.exp(n * log_phi)))
-    spg = n * s * s * h * float(np.sum(b * rest))
+        part = n * h * float(np.sum(smooth["a"] * rest))
+        log_z = h * float(np.sum(np.exp(-ev[half:half + count]) - np.exp(n * log_phi)))
+    spg = n * s * s * h * float(np.sum(smooth["b"] * rest))
     return part, log_z - spg
