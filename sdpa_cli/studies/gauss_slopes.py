@@ -53,12 +53,14 @@ def _rem_slope(keys: list[int], s: float, pts: Sequence[rtab.Point]) -> float | 
     threshold at every n (the limit is 0 below it)."""
     if any(s <= rem_threshold(n) for n in keys):
         return None
+    x = [float(n) for n in keys]
     limit = [rem_participation(n, s) for n in keys]
-    se = [p[1] for p in pts]
-    if not all(e and e > 0 for e in se):
-        return fit_slope(keys, limit).slope
-    return fit_slope(keys, limit, [t * e / p[0] for t, e, p in  # type: ignore[operator]
-                                   zip(limit, se, pts, strict=True)]).slope
+    se = [p[1] or 0.0 for p in pts]
+    if not all(e > 0 and p[0] for e, p in zip(se, pts, strict=True)):
+        return fit_slope(x, limit).slope
+    # the measured fit's weights, so both slopes average alike
+    return fit_slope(x, limit, [t * e / float(p[0] or 1.0)
+                                for t, e, p in zip(limit, se, pts, strict=True)]).slope
 
 
 def _basis(name: str, s: float, keys: list[int], exact: bool) -> str:

@@ -12,8 +12,8 @@ from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import JacobianSpec
-from sdpa_cli.studies import jacobian_peaks as peaks_of
 from sdpa_cli.studies import gauss_slopes, keys_axis, score_findings, score_text
+from sdpa_cli.studies import jacobian_peaks as peaks_of
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
