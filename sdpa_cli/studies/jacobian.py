@@ -12,8 +12,8 @@ from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import JacobianSpec
+from sdpa_cli.studies import gauss_slopes, keys_axis, score_findings, score_text
 from sdpa_cli.studies import jacobian_peaks as peaks_of
-from sdpa_cli.studies import keys_axis, score_findings, score_text
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
@@ -130,6 +130,9 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         found_peaks = [as_row(p) for p in peaks]
         tables.append(Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
                             tuple(found_peaks)))
+        more_tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=True)
+        tables += more_tables
+        checks += more_checks
         figures = [_vs_std_figure(spec, gaussian, peaks)]
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, gaussian, peaks))

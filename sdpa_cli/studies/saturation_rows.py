@@ -280,3 +280,19 @@ JACOBIAN_FIELDS = {
     "leading": row_fields(LeadingRow), "explicit": row_fields(JacobianExplicitRow),
     "vectors": row_fields(JacobianVectorRow), "gaussian": row_fields(JacobianGaussianRow),
 }
+
+
+@dataclass(frozen=True)
+class GaussSlopeRow:
+    """Log-log slope against n of one headline quantity of n iid N(0, s²) scores, per s."""
+
+    score_std: float
+    quantity: str
+    slope: float | None
+    slope_se: float | None
+    method: str
+    exact_slope: float | None  # the same fit through exact values at the same n
+    rem_slope: float | None  # the same fit through the REM limit 1 − √(2 ln n)/s, if frozen
+    theory_slope: float | None  # fixed s, n → ∞
+    agrees: bool | None  # exact_slope within k se of the fit
+    theory_basis: str

@@ -15,7 +15,7 @@ from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
-from sdpa_cli.studies import keys_axis, score_findings, score_text
+from sdpa_cli.studies import gauss_slopes, keys_axis, score_findings, score_text
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies import score_cells as shared
 from sdpa_cli.studies import score_draws as draws
@@ -122,6 +122,8 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
     else:
         gaussian, checks, figures = _gaussian_run(spec, ctx)
         rows = [as_row(r) for r in gaussian]
+        tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=False)
+        checks += more_checks
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
