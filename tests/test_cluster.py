@@ -228,6 +228,11 @@ def test_a_scheduler_lost_mid_batch_leaves_an_index_of_the_folders_on_disk(
             return folder
 
         monkeypatch.setattr(report, "write_run", kill_scheduler_after_first)
+        # One spec at a time: the second starts computing only after the first is written,
+        # so it surely needs the killed scheduler (with 4 ahead, all three could be done).
+        from sdpa_cli import batch
+
+        monkeypatch.setattr(batch, "SPECS_AHEAD", 1)
         lost = sdpa(*args)
     assert lost.code == 1, lost.err
     assert lost.err.strip().splitlines()[-1].startswith(f"lost the Dask scheduler {address}")
