@@ -280,6 +280,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
     the run folder the command writes, inside any sdpa run folder, or over a batch folder's
     own files is refused here, before anything runs."""
     from sdpa_cli.report.ci import report_path_problem
+    from sdpa_cli.report.manifest import BATCH_NAME
     from sdpa_cli.report.runfolder import BATCH_FILES
 
     junit, quality = params.get("junit_xml"), params.get("codequality")
@@ -292,7 +293,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
             why = f"{run_folder} is the run folder this command writes; write the report " \
                   "outside it"
         if not why and batch_folder is not None and target.parent == \
-                batch_folder.absolute() and target.name in (*BATCH_FILES, "sdpa-batch.json"):
+                batch_folder.absolute() and target.name in (*BATCH_FILES, BATCH_NAME):
             why = f"{target.name} is one of the batch folder's own files; choose another name"
         if why:  # before anything runs: nothing is computed or written
             raise InputError(Problem(why, flag=flag))

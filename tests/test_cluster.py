@@ -154,6 +154,17 @@ def _scheduler_and_worker() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
             p.wait()
 
 
+def _first_run_once_up(sdpa: Callable[..., Any], args: list[Any]) -> None:
+    """Run until it succeeds: the scheduler and its worker take a few seconds to come up."""
+    first = None
+    for _ in range(30):
+        first = sdpa(*args)
+        if first.code == 0:
+            return
+        time.sleep(1)
+    assert first is not None and first.code == 0, first.err
+
+
 @needs_dask
 @pytest.mark.slow
 def test_a_lost_scheduler_ends_the_run_with_exit_1_and_keeps_the_old_folder(
@@ -162,13 +173,7 @@ def test_a_lost_scheduler_ends_the_run_with_exit_1_and_keeps_the_old_folder(
     with _scheduler_and_worker() as (address, scheduler):
         args = ["variance", "--dims", "1000", "--pairs", "60000", "--seed", "2", "--no-plots",
                 "--out", "kept", "--scheduler", address]
-        first = None
-        for _ in range(30):  # the scheduler and its worker take a few seconds to come up
-            first = sdpa(*args)
-            if first.code == 0:
-                break
-            time.sleep(1)
-        assert first is not None and first.code == 0, first.err
+        _first_run_once_up(sdpa, args)
         kept = (workdir / "kept" / "results.json").read_bytes()
 
         submit = executors.ClusterExecutor.submit
@@ -208,13 +213,7 @@ def test_a_scheduler_lost_mid_batch_leaves_an_index_of_the_folders_on_disk(
         (specs / name).write_text(text)
     with _scheduler_and_worker() as (address, scheduler):
         args = ["run", specs, "--out", "out", "--no-plots", "--scheduler", address]
-        first = None
-        for _ in range(30):  # the scheduler and its worker take a few seconds to come up
-            first = sdpa(*args)
-            if first.code == 0:
-                break
-            time.sleep(1)
-        assert first is not None and first.code == 0, first.err
+        _first_run_once_up(sdpa, args)
         before = (workdir / "out" / "index.md").read_text()
         for path in specs.iterdir():  # new seeds: every spec must be computed again
             path.write_text(path.read_text().replace("seed: ", "seed: 1"))

@@ -92,3 +92,14 @@ def divisor_label(s: Scaling, d: float | None) -> str:
             s.power == 0.5 or not math.isclose(divisor, round(divisor), rel_tol=1e-12)):
         return f"÷√{whole}"
     return f"÷{divisor:.4g}"
+
+
+def plain(x: float, *, whole: bool = False) -> str:
+    """Three significant digits, written out (1057, 3.46, 0.998) while that stays short;
+    with `whole`, whole numbers as they are (d_k, n, a multiplier of 20)."""
+    if whole and float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    if x == 0 or not 1e-3 <= abs(x) < 1e6:
+        return f"{x:.3g}"
+    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+

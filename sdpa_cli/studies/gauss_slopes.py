@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdpa_cli.numerics.keys import iid_softmax_moments, rem_participation, rem_threshold
-from sdpa_cli.numerics.slopes import fit_slope
 from sdpa_cli.spec.score_sources import SaturationFields
 from sdpa_cli.studies import rule_tables as rtab
 from sdpa_cli.studies.common import finite
@@ -48,19 +47,15 @@ def _point(r: Mapping[str, Any], name: str, exact: tuple[float, float] | None
     return r[name], r[f"{name}_se"], None
 
 
-def _rem_slope(keys: list[int], s: float, pts: Sequence[rtab.Point]) -> float | None:
-    """The same weighted fit through the REM limit 1 − √(2 ln n)/s, when s is above the
-    threshold at every n (the limit is 0 below it)."""
+def _rem_slope(keys: list[int], s: float, pts: Sequence[rtab.Point], k: float
+               ) -> float | None:
+    """The same fit as the measured one (its weights) through the REM limit 1 − √(2 ln n)/s,
+    when s is above the threshold at every n (the limit is 0 below it)."""
     if any(s <= rem_threshold(n) for n in keys):
         return None
-    x = [float(n) for n in keys]
-    limit = [rem_participation(n, s) for n in keys]
-    se = [p[1] or 0.0 for p in pts]
-    if not all(e > 0 and p[0] for e, p in zip(se, pts, strict=True)):
-        return fit_slope(x, limit).slope
-    # the measured fit's weights, so both slopes average alike
-    return fit_slope(x, limit, [t * e / float(p[0] or 1.0)
-                                for t, e, p in zip(limit, se, pts, strict=True)]).slope
+    limit = [(p[0], p[1], rem_participation(n, s)) for n, p in zip(keys, pts, strict=True)]
+    fitted = rtab.fit_with_theory([float(n) for n in keys], limit, k)
+    return fitted[1] if fitted is not None else None
 
 
 def _basis(name: str, s: float, keys: list[int], exact: bool) -> str:
@@ -86,10 +81,10 @@ def slope_rows(keys: list[int], stds: list[float], rows: Sequence[Mapping[str, A
     values where they are known (entropy ÷ ln n, Σp²) and printed with the n → ∞ slope."""
     out: list[GaussSlopeRow] = []
     checks: list[Check] = []
+    need_exact = any(q in ("entropy_ratio", "participation") for q in quantities)
     for s in stds:
         pts_rows = sorted((r for r in rows if r["score_std"] == s), key=lambda r: r["keys"])
         ns = [int(r["keys"]) for r in pts_rows]
-        need_exact = any(q in ("entropy_ratio", "participation") for q in quantities)
         exact = [iid_softmax_moments(n, s) for n in ns] if need_exact else [None] * len(ns)
         for name in quantities:
             pts = [_point(r, name, e) for r, e in zip(pts_rows, exact, strict=True)]
@@ -97,7 +92,7 @@ def slope_rows(keys: list[int], stds: list[float], rows: Sequence[Mapping[str, A
             if measured is None:
                 continue
             fit, exact_slope, agrees = measured
-            rem = _rem_slope(ns, s, pts) if name == "participation" else None
+            rem = _rem_slope(ns, s, pts, k) if name == "participation" else None
             out.append(GaussSlopeRow(
                 score_std=s, quantity=name, slope=finite(fit.slope), slope_se=finite(fit.se),
                 method=fit.method,

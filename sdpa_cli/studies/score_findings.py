@@ -6,17 +6,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sdpa_cli.studies.common import plain
+
 Row = Mapping[str, Any]
 
 
-def plain(x: float) -> str:
-    """Three significant digits, written out (1057, 0.455, 0.0012) while that stays short;
-    whole numbers (d_k, n, multipliers) as they are."""
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    if x == 0 or not 1e-3 <= abs(x) < 1e6:
-        return f"{x:.3g}"
-    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+def _num(x: float) -> str:
+    """A value or an axis position in a sentence: d_k, n and multipliers stay whole."""
+    return plain(x, whole=True)
 
 
 def _move(a: float, b: float, se_a: float | None = None, se_b: float | None = None) -> str:
@@ -61,13 +58,13 @@ def _sweep(rows: Sequence[Row], key: str, what: str, axis: str, axis_name: str,
         se = key + "_se"
         move = _move(a[key], b[key], a.get(se), b.get(se))
         name = label.format(*group)
-        out.append(f"{name}: {what} {move} from {plain(a[key])} at {_at(axis_name, a[axis])} "
-                   f"to {plain(b[key])} at {_at(axis_name, b[axis])}.")
+        out.append(f"{name}: {what} {move} from {_num(a[key])} at {_at(axis_name, a[axis])} "
+                   f"to {_num(b[key])} at {_at(axis_name, b[axis])}.")
     return out
 
 
 def _at(axis_name: str, value: float) -> str:
-    return f"×{plain(value)}" if axis_name == "×" else f"{axis_name} = {plain(value)}"
+    return f"×{_num(value)}" if axis_name == "×" else f"{axis_name} = {_num(value)}"
 
 
 def findings(source: str, rows: Sequence[Row], *, jacobian: bool,
@@ -99,16 +96,16 @@ def findings(source: str, rows: Sequence[Row], *, jacobian: bool,
     for p in peaks:
         if p.get("at_edge"):
             out.append(f"n = {p['keys']}: ‖J‖_F is largest at the edge of the s grid "
-                       f"(s = {plain(p['s_star'])}): no peak inside it.")
+                       f"(s = {_num(p['s_star'])}): no peak inside it.")
             continue
-        se = f" ± {plain(p['s_star_se'])}" if p.get("s_star_se") is not None else ""
-        edge = plain(math.sqrt(2 * math.log(p["keys"])))
-        out.append(f"n = {p['keys']}: ‖J‖_F peaks at s* = {plain(p['s_star'])}{se} and "
+        se = f" ± {_num(p['s_star_se'])}" if p.get("s_star_se") is not None else ""
+        edge = _num(math.sqrt(2 * math.log(p["keys"])))
+        out.append(f"n = {p['keys']}: ‖J‖_F peaks at s* = {_num(p['s_star'])}{se} and "
                    f"falls on both sides (√(2 ln n) = {edge}).")
     return tuple(out)
 
 
 def _rules_side_by_side(rows: Sequence[Row], key: str, what: str) -> list[str]:
     """Explicit scores under several rules at one multiplier: the rules side by side."""
-    parts = [f"{r['scaling']} {plain(r[key])}" for r in rows if r.get(key) is not None]
+    parts = [f"{r['scaling']} {_num(r[key])}" for r in rows if r.get(key) is not None]
     return [f"{what}: " + ", ".join(parts) + "."] if parts else []

@@ -20,7 +20,7 @@ from sdpa_cli.studies.audit import (
     selector_problem,
     split_quantity,
 )
-from sdpa_cli.studies.common import assemble, law_of
+from sdpa_cli.studies.common import assemble, law_of, plain
 from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
@@ -286,16 +286,10 @@ def findings(rows: list[VarianceRow]) -> tuple[str, ...]:
                  else "stays flat" if slope > -0.25 else "shrinks like 1/√d" if slope > -0.75
                  else "shrinks like 1/d")
         name = "raw q·k" if label == "none" else Scaling.parse(label).formula
-        out.append(f"{name}: the variance {trend} ({_plain(first.variance)} at d = "
-                   f"{first.dim} → {_plain(last.variance)} at d = {last.dim}).")
+        out.append(f"{name}: the variance {trend} ({plain(first.variance)} at d = "
+                   f"{first.dim} → {plain(last.variance)} at d = {last.dim}).")
     return tuple(out)
 
-
-def _plain(x: float) -> str:
-    """Three significant digits, written out (1057, 3.46, 0.998) while that stays short."""
-    if x == 0 or not 1e-3 <= abs(x) < 1e6:
-        return f"{x:.3g}"
-    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
 
 
 def _expect(spec: VarianceSpec, law: PairLaw) -> tuple[str, ...]:
