@@ -23,7 +23,7 @@ from sdpa_cli.errors import (
 from sdpa_cli.report.manifest import load_json
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
-from sdpa_cli.studies.result import Result
+from sdpa_cli.framework.result import Result
 
 if TYPE_CHECKING:
     from sdpa_cli.report.collect import Entry

@@ -350,7 +350,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def as_json(doc: dict[str, Any]) -> str:
-    from sdpa_cli.studies.result import clean
+    from sdpa_cli.framework.result import clean
 
     return json.dumps(clean(doc), indent=2, ensure_ascii=False) + "\n"
 

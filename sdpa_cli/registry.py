@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the real imports happen inside the loaders, so `sdpa --help` stays light
     from sdpa_cli.spec.common import Documented, SpecBase
     from sdpa_cli.spec.limits import Cost
-    from sdpa_cli.studies.context import RunContext
-    from sdpa_cli.studies.result import Figure, Result
+    from sdpa_cli.framework.context import RunContext
+    from sdpa_cli.framework.result import Figure, Result
 
 Renderer = Callable[["Figure"], Any]  # Figure data → a matplotlib figure
 
@@ -35,23 +35,23 @@ class Study:
 
 def _variance() -> Study:
     from sdpa_cli.spec import limits
-    from sdpa_cli.spec.variance import VarianceSpec
-    from sdpa_cli.studies import variance
+    from sdpa_cli.studies.variance.spec import VarianceSpec
+    from sdpa_cli.studies.variance.run import run as variance
 
     return Study("variance", VarianceSpec, variance.run, variance.documented_problem,
                  _variance_figures, limits=limits.variance)
 
 
 def _variance_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.report.figures import variance as f
+    from sdpa_cli.studies.variance.run import figures as f
 
     return {"variance.histograms": f.draw_histograms, "variance.vs_dim": f.draw_vs_dim}
 
 
 def _softmax_sweep() -> Study:
     from sdpa_cli.spec import limits
-    from sdpa_cli.spec.score_sources import SoftmaxSweepSpec
-    from sdpa_cli.studies import softmax_sweep
+    from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
+    from sdpa_cli.studies.softmax_sweep.run import run as softmax_sweep
 
     return Study("softmax-sweep", SoftmaxSweepSpec, softmax_sweep.run,
                  softmax_sweep.documented_problem, _saturation_figures,
@@ -60,17 +60,17 @@ def _softmax_sweep() -> Study:
 
 def _jacobian() -> Study:
     from sdpa_cli.spec import limits
-    from sdpa_cli.spec.score_sources import JacobianSpec
-    from sdpa_cli.studies import jacobian
+    from sdpa_cli.studies.saturation.spec import JacobianSpec
+    from sdpa_cli.studies.jacobian.run import run as jacobian
 
     return Study("jacobian", JacobianSpec, jacobian.run, jacobian.documented_problem,
                  _saturation_figures, limits=limits.score_source)
 
 
 def _saturation_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.report.figures import jacobian_figures as j
-    from sdpa_cli.report.figures import rules_figures as r
-    from sdpa_cli.report.figures import saturation_figures as f
+    from sdpa_cli.studies.saturation import jacobian_figures as j
+    from sdpa_cli.studies.saturation import rules_figures as r
+    from sdpa_cli.studies.saturation import saturation_figures as f
 
     return {
         "saturation.weights_by_scale": f.draw_weights_by_scale,
@@ -89,8 +89,8 @@ def _saturation_figures() -> Mapping[str, Renderer]:
 
 def _worked_example() -> Study:
     from sdpa_cli.spec import limits
-    from sdpa_cli.spec.worked import WorkedExampleSpec
-    from sdpa_cli.studies import worked as worked_example
+    from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
+    from sdpa_cli.studies.worked_example import replay as worked_example
 
     def run(spec: WorkedExampleSpec, ctx: RunContext) -> Result:
         return worked_example.run(spec)  # small exact arithmetic: no blocks, nothing to share
@@ -100,36 +100,36 @@ def _worked_example() -> Study:
 
 
 def _worked_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.report.figures import worked as f
+    from sdpa_cli.studies.worked_example import figures as f
 
     return {"worked.weights": f.draw_weights}
 
 
 def _gradients() -> Study:
-    from sdpa_cli.spec.gradients import GradientsSpec, cost
-    from sdpa_cli.studies import gradients
+    from sdpa_cli.studies.gradients.spec import GradientsSpec, cost
+    from sdpa_cli.studies.gradients.run import run as gradients
 
     return Study("gradients", GradientsSpec, gradients.run, gradients.documented_problem,
                  _gradients_figures, limits=cost)
 
 
 def _gradients_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.report.figures import gradients as f
+    from sdpa_cli.studies.gradients.run import figures as f
 
     return {"gradients.norms": f.draw_norms, "gradients.frozen": f.draw_frozen}
 
 
 def _train() -> Study:
-    from sdpa_cli.spec.train import TrainSpec
-    from sdpa_cli.spec.train import limits as train_limits
-    from sdpa_cli.studies import train
+    from sdpa_cli.studies.train.spec import TrainSpec
+    from sdpa_cli.studies.train.spec import limits as train_limits
+    from sdpa_cli.studies.train.run import run as train
 
     return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures,
                  limits=train_limits)
 
 
 def _train_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.report.figures import train as f
+    from sdpa_cli.studies.train.run import figures as f
 
     return {"train.loss_curves": f.draw_loss_curves, "train.traces": f.draw_traces,
             "train.loss_vs_lr": f.draw_loss_vs_lr}

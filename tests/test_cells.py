@@ -19,7 +19,7 @@ from sdpa_cli import spec as spec_mod
 from sdpa_cli.numerics.blocks import Job, fold_blocks, fold_jobs
 from sdpa_cli.report import writers
 from sdpa_cli.report.progress import Progress
-from sdpa_cli.studies.context import RunContext
+from sdpa_cli.framework.context import RunContext
 
 
 class Counter:

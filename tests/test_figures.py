@@ -19,7 +19,7 @@ from sdpa_cli import registry
 from sdpa_cli import spec as specs
 from sdpa_cli.report import figures
 from sdpa_cli.report.figures import style
-from sdpa_cli.studies.context import SERIAL
+from sdpa_cli.framework.context import SERIAL
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*/*.yaml"))

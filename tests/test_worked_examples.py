@@ -15,8 +15,8 @@ import pytest
 from conftest import EXPERIMENTS
 
 from sdpa_cli import registry, spec
-from sdpa_cli.studies import worked as worked_example
-from sdpa_cli.studies.result import Result
+from sdpa_cli.studies.worked_example import replay as worked_example
+from sdpa_cli.framework.result import Result
 
 SHIPPED = ("money-bank-grows", "variance-10-to-70", "variance-by-dimension",
            "d512-numerical-example", "visual-summary", "i-am-happy", "cost-arithmetic")

@@ -13,8 +13,8 @@ from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.unchanged import recorded
 from sdpa_cli.spec import yamlio
-from sdpa_cli.studies.audit import split_quantity
-from sdpa_cli.studies.result import AuditEntry
+from sdpa_cli.framework.audit import split_quantity
+from sdpa_cli.framework.result import AuditEntry
 
 
 @dataclass(frozen=True)

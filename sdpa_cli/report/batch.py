@@ -17,7 +17,7 @@ from sdpa_cli.report.outcomes import STATUSES, Outcome
 from sdpa_cli.report.runfolder import write_batch
 from sdpa_cli.report.terminal import console
 from sdpa_cli.report.unchanged import recorded
-from sdpa_cli.studies.result import json_header
+from sdpa_cli.framework.result import json_header
 
 
 def _name(o: Outcome) -> str:

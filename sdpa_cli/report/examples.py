@@ -14,7 +14,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from sdpa_cli.report import terminal, writers
-from sdpa_cli.studies.result import Result, json_header
+from sdpa_cli.framework.result import Result, json_header
 
 
 @dataclass(frozen=True)

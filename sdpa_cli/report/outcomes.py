@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK
 from sdpa_cli.spec.common import SpecBase
-from sdpa_cli.studies.result import Result
+from sdpa_cli.framework.result import Result
 
 STATUSES = ("passed", "failed", "error", "skipped")
 

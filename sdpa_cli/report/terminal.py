@@ -15,7 +15,7 @@ from rich.text import Text
 
 from sdpa_cli.report.fit import fit
 from sdpa_cli.report.formatting import audit_number, cell
-from sdpa_cli.studies.result import AuditEntry, Result, Table
+from sdpa_cli.framework.result import AuditEntry, Result, Table
 
 
 def console(file=None) -> Console:

@@ -12,7 +12,7 @@ from typing import Any
 
 import sdpa_cli
 from sdpa_cli.report.manifest import load_json
-from sdpa_cli.studies.result import AuditEntry, Check
+from sdpa_cli.framework.result import AuditEntry, Check
 
 MANIFEST = "manifest.json"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdpa_cli.studies.result import Figure
+from sdpa_cli.framework.result import Figure
 
 
 def render(figure: Figure, folder: Path, *, study: str, svg: bool = False,

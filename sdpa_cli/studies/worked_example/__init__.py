@@ -1,0 +1,1 @@
+"""worked_example."""
