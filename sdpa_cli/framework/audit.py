@@ -86,16 +86,24 @@ def flatten(value: Any, quantity: str) -> Iterable[tuple[str, Printed]]:
         yield quantity, value
 
 
-def run_audit(
+def audit_pairs(
     entries: Sequence[Documented], lookup: Lookup, k: float, document: str
-) -> tuple[AuditEntry, ...]:
-    """One AuditEntry per printed number (lists are compared element by element)."""
+) -> list[tuple[str, Documented, AuditEntry]]:
+    """(part, entry, AuditEntry) per printed number (lists compared element by element)."""
     out = []
     for entry in entries:
         for quantity, printed in flatten(entry.value, entry.quantity):
             computed, se = lookup(entry, quantity)
-            out.append(compare(entry, printed, quantity, computed, se, k, document))
-    return tuple(out)
+            out.append((entry.part or "",
+                        entry, compare(entry, printed, quantity, computed, se, k, document)))
+    return out
+
+
+def run_audit(
+    entries: Sequence[Documented], lookup: Lookup, k: float, document: str
+) -> tuple[AuditEntry, ...]:
+    """One AuditEntry per printed number (lists are compared element by element)."""
+    return tuple(a for _, _, a in audit_pairs(entries, lookup, k, document))
 
 
 def audit_check(audit: Sequence[AuditEntry]) -> Check | None:

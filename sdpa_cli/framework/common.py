@@ -9,7 +9,8 @@ from typing import Any
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.framework.audit import Lookup, audit_check, run_audit
+from sdpa_cli.framework.audit import Lookup, audit_check, audit_pairs
+from sdpa_cli.framework.causes import classify
 from sdpa_cli.framework.result import Check, Figure, Result, Table
 
 
@@ -57,7 +58,7 @@ def assemble(
 ) -> Result:
     """The Result of a table study: audit the spec's documented numbers against the rows,
     add the audit's check, and fill in the spec's identity (title falls back to `title`)."""
-    audit = run_audit(spec.documented, lookup, spec.se_tolerance, spec.document)
+    audit = classify(audit_pairs(spec.documented, lookup, spec.se_tolerance, spec.document))
     check = audit_check(audit)
     return Result(
         study=study,

@@ -94,6 +94,27 @@ class AuditEntry:
     basis: str  # how the tolerance was set
     accepted: str | None = None  # why a known mismatch is accepted
     note: str | None = None
+    kind: str = "number"  # "number" (a printed number) or "claim" (a statement)
+    # A mismatch's root cause: "own", "carried" (with `from_`), "rounding", "inconsistent".
+    cause: str | None = None
+    from_: str | None = None  # the printed value a carried (or inconsistent) entry follows
+    root: str | None = None  # the root error it inherits from, "quantity @ where"
+    replayed: float | None = None  # the value the document's own printed inputs give
+    material: str | None = None  # the conclusion a root error flips (JSON material: true)
+    # A claim's measurement, the spec that measured it and its uncertainty (± one se).
+    measurement: str | None = None
+    spec_name: str | None = None
+    uncertainty: float | None = None
+    reason: str | None = None  # why a claim is untested
+
+    @property
+    def label(self) -> str:
+        """How other entries name this one: quantity @ where (without the document)."""
+        return f"{self.quantity} @ {self.source.split(', ', 1)[-1]}"
+
+    @property
+    def is_root(self) -> bool:
+        return self.kind == "number" and self.cause in ("own", "inconsistent")
 
     @property
     def unaccepted(self) -> bool:
@@ -178,6 +199,7 @@ class Result:
                     "basis": a.basis,
                     "accepted": a.accepted,
                     "note": a.note,
+                    **audit_extra(a),
                 }
                 for a in self.audit
             ],
@@ -223,7 +245,7 @@ class Result:
             source=str(doc.get("source", "")), description=str(layout.get("description", "")),
             spec=doc.get("spec") or {}, table=tables[0], tables=tuple(tables[1:]),
             checks=tuple(Check(**c) for c in doc.get("checks") or []),
-            audit=tuple(AuditEntry(**a) for a in doc.get("audit") or []),
+            audit=tuple(audit_from_json(a) for a in doc.get("audit") or []),
             theory=tuple(doc.get("theory") or []), findings=tuple(doc.get("findings") or []),
             expect=tuple(layout.get("expect") or []), notes=tuple(doc.get("notes") or []),
             figures=tuple(Figure(f["name"], f.get("kind", ""), f.get("title", ""), {},
@@ -273,3 +295,33 @@ def clean(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     return value
+
+
+def audit_extra(a: AuditEntry) -> dict[str, Any]:
+    """The JSON fields of an entry beyond the number comparison (DESIGN.md section 6)."""
+    out: dict[str, Any] = {"kind": a.kind}
+    if a.kind == "number":
+        out["cause"] = a.cause
+        out["from"] = a.from_
+        if a.root is not None:
+            out["root"] = a.root
+        if a.replayed is not None:
+            out["replayed"] = a.replayed
+        if a.is_root:
+            out["material"] = a.material is not None
+            if a.material is not None:
+                out["conclusion"] = a.material
+    else:
+        out.update({"measurement": a.measurement, "spec": a.spec_name,
+                    "uncertainty": a.uncertainty, "reason": a.reason})
+    return out
+
+
+def audit_from_json(doc: Mapping[str, Any]) -> AuditEntry:
+    """An AuditEntry read back from results.json (files from before issue 28 too)."""
+    known = set(AuditEntry.__dataclass_fields__)
+    data = {k: v for k, v in doc.items() if k in known and k not in ("material",)}
+    data["from_"] = doc.get("from")
+    data["spec_name"] = doc.get("spec")
+    data["material"] = doc.get("conclusion") if doc.get("material") else None
+    return AuditEntry(**data)

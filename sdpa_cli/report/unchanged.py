@@ -12,7 +12,7 @@ from typing import Any
 
 import sdpa_cli
 from sdpa_cli.report.manifest import load_json
-from sdpa_cli.framework.result import AuditEntry, Check
+from sdpa_cli.framework.result import AuditEntry, Check, audit_from_json
 
 MANIFEST = "manifest.json"
 
@@ -82,8 +82,7 @@ def recorded(folder: Path) -> tuple[tuple[Check, ...], tuple[AuditEntry, ...]]:
         doc = load_json(folder / "results.json")
         checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]))
                        for c in doc.get("checks", []))
-        audit = tuple(AuditEntry(**{k: a.get(k) for k in AuditEntry.__dataclass_fields__})
-                      for a in doc.get("audit", []))
+        audit = tuple(audit_from_json(a) for a in doc.get("audit", []))
     except (OSError, ValueError, KeyError, TypeError):
         return (), ()
     return checks, audit

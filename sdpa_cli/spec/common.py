@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -17,6 +17,7 @@ from pydantic import (
     field_validator,
 )
 
+from sdpa_cli.numerics.formula import formula_problem
 from sdpa_cli.numerics.scaling import Scaling
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a folder name that cannot climb out
@@ -160,6 +161,9 @@ QUANTITY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\[\d
 class Documented(Model):
     """A number the document prints, with where it appears and how to compare it."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              populate_by_name=True)
+
     where: str = Field(min_length=1)  # section or line of the document
     # The publication the number comes from when it is not the spec's own document (a paper,
     # a library's documentation): the audit then names it instead of the spec's `source:`.
@@ -173,6 +177,23 @@ class Documented(Model):
     rel_tolerance: float | None = Field(None, ge=0)  # relative to the computed value
     accepted: str | None = None  # why a known mismatch is accepted (kept in the audit)
     note: str | None = None  # shown beside the finding
+    # Root causes (issue 28). `replay`: the arithmetic the document did from its own printed
+    # numbers, e.g. "6.89 / 3"; a mismatch it reproduces is `rounding`, or `carried` when
+    # `from` names a printed value that is itself wrong. `cause` overrides the classification
+    # (`inconsistent`: disagrees with values the document prints elsewhere). `material`: the
+    # conclusion of the document this error flips, in a few words.
+    replay: str | None = Field(None, min_length=1)
+    from_: str | None = Field(None, alias="from", pattern=QUANTITY_PATTERN)
+    cause: Literal["own", "carried", "rounding", "inconsistent"] | None = None
+    material: str | None = Field(None, min_length=1)
+
+    @field_validator("replay")
+    @classmethod
+    def _replay_reads(cls, v: str | None) -> str | None:
+        problem = formula_problem(v) if v is not None else None
+        if problem:
+            raise ValueError(f"cannot read {v!r} as arithmetic ({problem})")
+        return v
 
     @field_validator("row", mode="before")
     @classmethod

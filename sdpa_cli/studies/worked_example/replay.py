@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.studies.worked_example.spec import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
-from sdpa_cli.framework.audit import audit_check, run_audit
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.framework.audit import audit_check, run_audit, split_quantity
+from sdpa_cli.framework.causes import Materiality, classify
 from sdpa_cli.framework.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
 from sdpa_cli.studies.worked_example.reconcile import (
     documented_problem,
@@ -24,7 +26,8 @@ from sdpa_cli.studies.worked_example.reconcile import (
     runs_for,
     sum_findings,
 )
-from sdpa_cli.studies.worked_example.steps import COLUMNS, PartRun
+from sdpa_cli.studies.worked_example.replay_printed import attention_replayer
+from sdpa_cli.studies.worked_example.steps import COLUMNS, WEIGHT_ROW, PartRun
 
 __all__ = ["documented_problem", "run"]
 
@@ -33,7 +36,7 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
     """Replay every part, audit every documented number; `workers` is unused (tiny work)."""
     del workers
     runs = runs_for(spec)
-    audit: list[AuditEntry] = []
+    pairs: list[tuple[str, Documented, AuditEntry]] = []
     lookup = make_lookup(runs, spec)
     for entry in spec.documented:
         part = part_of(spec, entry)
@@ -43,7 +46,8 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
             a = explain_by_printed_divisor(a, run_) if run_ else a
             if len(spec.parts) > 1:  # the same quantity exists in every part: say whose
                 a = dataclasses.replace(a, quantity=f"{part}/{a.quantity}")
-            audit.append(a)
+            pairs.append((part or "", resolved, a))
+    audit = list(classify(pairs, attention_replayer(runs), winner_flip(runs)))
     checks = [_sanity(r) for r in runs.values() if r.part.kind == "attention"]
     check = audit_check(audit)
     if check:
@@ -81,6 +85,36 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
         panels=tuple(panels),
         extra=extra,
     )
+
+
+def winner_flip(runs: dict[str, PartRun]) -> Materiality:
+    """A wrong row of printed weights is material when it changes which key wins the row
+    (a printed tie counts as a change when the exact row has one winner)."""
+
+    def flip(doc: Documented, a: AuditEntry) -> str | None:
+        name, idx = split_quantity(doc.quantity)
+        if not WEIGHT_ROW.match(name) or len(idx) != 1 or not isinstance(doc.value, list):
+            return None
+        run_ = runs.get(doc.part or next(iter(runs), ""))
+        if run_ is None or name not in run_.quantities:
+            return None
+        exact = np.asarray(run_.quantities[name])[idx[0]]
+        shown = np.array([getattr(v, "value", math.nan) for v in doc.value], dtype=float)
+        if shown.shape != exact.shape:
+            return None
+        won = {int(j) for j in np.flatnonzero(shown == shown.max())}
+        best = int(np.argmax(exact))
+        if won == {best}:
+            return None
+        part = run_.part
+        names = list(getattr(part, "key_tokens", None) or getattr(part, "tokens", None) or [])
+        names = names if len(names) == exact.shape[0] else None
+        who = (lambda j: str(names[j])) if names else (lambda j: f"key {j + 1}")
+        printed = " and ".join(who(j) for j in sorted(won))
+        return (f"which key wins row {idx[0] + 1}: printed {printed}, exactly {who(best)} "
+                f"({exact[best]:.3f})")
+
+    return flip
 
 
 def _jsonable(values: dict[str, Any]) -> dict[str, Any]:

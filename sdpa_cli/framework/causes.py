@@ -1,0 +1,216 @@
+"""Root causes of an audit's mismatches: own, carried (from), rounding or inconsistent.
+
+Each printed number is checked twice: against the exact chain (the audit's match/mismatch) and
+against the document's own printed inputs of that step (the replay). A mismatch is
+- `rounding` when the replay reproduces it and every printed input it used is right (or off
+  only by rounding itself): the document computed correctly from its rounded numbers;
+- `carried` when the replay reproduces it but a printed input is wrong: `from` names that
+  input, `root` the error at the start of the chain;
+- `inconsistent` when it restates a value printed earlier in the document and disagrees with it
+  (or the spec says so: a ratio or column that does not follow from numbers printed elsewhere);
+- `own` otherwise: wrong given the document's own printed inputs.
+Like statcheck's decision errors, a root error is `material` when it flips a conclusion the
+document draws from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sdpa_cli.numerics.formula import evaluate
+from sdpa_cli.spec.common import Documented, Printed
+from sdpa_cli.framework.result import AuditEntry
+
+# A key names one printed number: (part, quantity), e.g. ("", "weights[1][2]").
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A printed number recomputed from the document's own printed inputs."""
+
+    value: float
+    inputs: tuple[Key, ...]  # the printed inputs used (the rest came from the exact chain)
+    spread: float  # how far the inputs' own rounding (half a unit each) can move the value
+
+
+# replayer(key, printed) -> Replay | None; `printed(key)` gives the document's first printed
+# value of a key, or None when the document never prints it.
+Replayer = Callable[[Key, Callable[[Key], Printed | None]], Replay | None]
+# materiality(documented, audit entry) -> the conclusion it flips, or None.
+Materiality = Callable[[Documented, AuditEntry], str | None]
+
+
+def classify(
+    pairs: Sequence[tuple[str, Documented, AuditEntry]],
+    replayer: Replayer | None = None,
+    materiality: Materiality | None = None,
+) -> tuple[AuditEntry, ...]:
+    """Each (part, documented entry, audit entry) in document order, with its cause."""
+    first: dict[Key, int] = {}
+    for i, (part, _doc, a) in enumerate(pairs):
+        first.setdefault((part, _bare(a.quantity)), i)
+    out: list[AuditEntry] = []
+
+    def printed(key: Key) -> Printed | None:
+        i = first.get(key)
+        if i is None:
+            return None
+        a = pairs[i][2]
+        try:
+            return Printed.parse(a.printed)
+        except ValueError:
+            return Printed(a.documented, a.tolerance * 2.0, a.printed)
+
+    def state(key: Key) -> AuditEntry | None:
+        i = first.get(key)
+        if i is None:  # `from: variance.scores` names the entry resolved to population/sample
+            i = next((n for k, n in first.items()
+                      if k[0] == key[0] and k[1].startswith(key[1] + ".")), None)
+        return out[i] if i is not None and i < len(out) else None
+
+    for i, (part, doc, a) in enumerate(pairs):
+        key = (part, _bare(a.quantity))
+        if a.status != "mismatch":
+            out.append(a)
+            continue
+        a = _cause(i, part, doc, a, key, first, pairs, out, printed, state, replayer)
+        if a.is_root:
+            flip = doc.material or (materiality(doc, a) if materiality else None)
+            a = dataclasses.replace(a, material=flip, root=a.label)
+        out.append(a)
+    return tuple(out)
+
+
+def _cause(
+    i: int, part: str, doc: Documented, a: AuditEntry, key: Key, first: dict[Key, int],
+    pairs: Sequence[tuple[str, Documented, AuditEntry]], out: list[AuditEntry],
+    printed: Callable[[Key], Printed | None], state: Callable[[Key], AuditEntry | None],
+    replayer: Replayer | None,
+) -> AuditEntry:
+    if doc.cause is not None:
+        src = state((part, doc.from_)) if doc.from_ else None
+        frm = src.label if src is not None else doc.from_
+        root = (src.root or src.label) if src is not None and src.status == "mismatch" else None
+        if doc.cause in ("own", "inconsistent"):
+            root = None
+        return dataclasses.replace(a, cause=doc.cause, from_=frm, root=root)
+    j = first[key]
+    if j < i:  # the document prints this number again: a restatement of the first print
+        earlier = out[j]
+        same = abs(earlier.documented - a.documented) <= \
+            max(earlier.tolerance, a.tolerance) * (1 + 1e-9)
+        if not same:
+            return dataclasses.replace(a, cause="inconsistent", from_=earlier.label)
+        if earlier.status == "mismatch":
+            return dataclasses.replace(
+                a, cause="rounding" if earlier.cause == "rounding" else "carried",
+                from_=earlier.label,
+                root=None if earlier.cause == "rounding" else (earlier.root or earlier.label))
+    replay = _replay(doc, key, printed, replayer)
+    if replay is None:
+        return dataclasses.replace(a, cause="own")
+    reach = a.tolerance + replay.spread
+    if abs(a.documented - replay.value) > reach * (1 + 1e-9) + 1e-12:
+        return dataclasses.replace(a, cause="own", replayed=replay.value)
+    wrong = [s for s in (state(k) for k in replay.inputs)
+             if s is not None and s.status == "mismatch" and s.cause != "rounding"]
+    if doc.from_ and not replay.inputs:
+        src = state((part, doc.from_))
+        if src is not None and src.status == "mismatch" and src.cause != "rounding":
+            wrong = [src]
+    if wrong:
+        src = wrong[0]
+        return dataclasses.replace(a, cause="carried", from_=src.label,
+                                   root=src.root or src.label, replayed=replay.value)
+    return dataclasses.replace(a, cause="rounding", replayed=replay.value)
+
+
+def _replay(doc: Documented, key: Key, printed: Callable[[Key], Printed | None],
+            replayer: Replayer | None) -> Replay | None:
+    if doc.replay is not None:
+        value, spread = evaluate(doc.replay)
+        return Replay(value, (), spread)
+    if replayer is None:
+        return None
+    return replayer(key, printed)
+
+
+def _bare(quantity: str) -> str:
+    """'part/weights[1][2]' → 'weights[1][2]' (multi-part examples prefix the part)."""
+    return quantity.split("/", 1)[-1]
+
+
+# --- summaries -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Root errors first: how many printed lines carry an error of their own or an
+    inconsistency, how many numbers inherit them, how many are rounding only."""
+
+    own: int
+    inconsistent: int
+    carried: int
+    rounding: int
+    material: int
+    matched: int
+    numbers: int
+
+    def headline(self) -> str:
+        if self.numbers == 0:
+            return "no printed numbers"
+        parts = [_count(self.own, "error of its own", "errors of their own"),
+                 _count(self.inconsistent, "inconsistency", "inconsistencies")]
+        text = ", ".join(parts)
+        if self.material:
+            text += f" ({self.material} material)"
+        inherit = self.carried
+        text += f"; {inherit} value{'s' if inherit != 1 else ''} inherit{'' if inherit != 1 else 's'} them"
+        if self.rounding:
+            text += f", {self.rounding} differ by rounding only"
+        return text + f"; {self.matched} of {self.numbers} match"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def tally(audit: Sequence[AuditEntry]) -> Tally:
+    """Root errors are counted once per printed line (a printed row is one error), the
+    values that inherit them once per number."""
+    numbers = [a for a in audit if a.kind == "number"]
+    own = {_line(a) for a in numbers if a.cause == "own"}
+    inconsistent = {_line(a) for a in numbers if a.cause == "inconsistent"}
+    material = {_line(a) for a in numbers if a.is_root and a.material}
+    return Tally(
+        own=len(own), inconsistent=len(inconsistent),
+        carried=sum(a.cause == "carried" for a in numbers),
+        rounding=sum(a.cause == "rounding" for a in numbers),
+        material=len(material),
+        matched=sum(a.status == "match" for a in numbers), numbers=len(numbers))
+
+
+def _line(a: AuditEntry) -> tuple[str, str]:
+    """A printed line: where it is printed and the quantity without its element index."""
+    return a.source, a.quantity.split("[", 1)[0]
+
+
+def grouped(audit: Sequence[AuditEntry]
+            ) -> list[tuple[list[AuditEntry], list[AuditEntry]]]:
+    """Root errors by printed line, in document order, each with the mismatches that
+    inherit from it (carried), so a reader sees the cause before its echoes."""
+    lines: dict[tuple[str, str], list[AuditEntry]] = {}
+    line_of: dict[str, tuple[str, str]] = {}
+    for a in audit:
+        if a.is_root:
+            lines.setdefault(_line(a), []).append(a)
+            line_of[a.label] = _line(a)
+    heirs: dict[tuple[str, str], list[AuditEntry]] = {k: [] for k in lines}
+    for a in audit:
+        if a.cause == "carried" and a.root in line_of:
+            heirs[line_of[a.root]].append(a)
+    return [(roots, heirs[k]) for k, roots in lines.items()]
