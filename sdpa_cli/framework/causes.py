@@ -16,13 +16,12 @@ document draws from it.
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sdpa_cli.framework.result import AuditEntry
 from sdpa_cli.numerics.formula import evaluate
 from sdpa_cli.spec.common import Documented, Printed
-from sdpa_cli.framework.result import AuditEntry
 
 # A key names one printed number: (part, quantity), e.g. ("", "weights[1][2]").
 Key = tuple[str, str]
@@ -163,13 +162,13 @@ class Tally:
     def headline(self) -> str:
         if self.numbers == 0:
             return "no printed numbers"
-        parts = [_count(self.own, "error of its own", "errors of their own"),
+        parts = [_count(self.own, "error of its own", "errors of its own"),
                  _count(self.inconsistent, "inconsistency", "inconsistencies")]
         text = ", ".join(parts)
         if self.material:
             text += f" ({self.material} material)"
-        inherit = self.carried
-        text += f"; {inherit} value{'s' if inherit != 1 else ''} inherit{'' if inherit != 1 else 's'} them"
+        n = self.carried
+        text += f"; {n} value inherits them" if n == 1 else f"; {n} values inherit them"
         if self.rounding:
             text += f", {self.rounding} differ by rounding only"
         return text + f"; {self.matched} of {self.numbers} match"

@@ -8,6 +8,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 
+
 def spread_of(fn: Callable[[Sequence[float]], float], values: Sequence[float],
               units: Sequence[float]) -> float:
     """Σ |f(x + u_i/2 e_i) − f(x)|: the first-order reach of the inputs' rounding."""

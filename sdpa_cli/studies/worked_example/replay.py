@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.studies.worked_example.spec import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
-from sdpa_cli.spec.common import Documented
 from sdpa_cli.framework.audit import audit_check, run_audit, split_quantity
 from sdpa_cli.framework.causes import Materiality, classify
 from sdpa_cli.framework.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
+from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.worked_example.reconcile import (
     documented_problem,
     explain_by_printed_divisor,
@@ -27,6 +26,7 @@ from sdpa_cli.studies.worked_example.reconcile import (
     sum_findings,
 )
 from sdpa_cli.studies.worked_example.replay_printed import attention_replayer
+from sdpa_cli.studies.worked_example.spec import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
 from sdpa_cli.studies.worked_example.steps import COLUMNS, WEIGHT_ROW, PartRun
 
 __all__ = ["documented_problem", "run"]

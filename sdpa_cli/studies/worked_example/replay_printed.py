@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from sdpa_cli.spec.common import Printed
 from sdpa_cli.framework.audit import pick, split_quantity
 from sdpa_cli.framework.causes import Key, Replay, Replayer
 from sdpa_cli.numerics.formula import spread_of
+from sdpa_cli.spec.common import Printed
 from sdpa_cli.studies.worked_example.steps import PartRun
 
 Fn = Callable[[Sequence[float]], float]
