@@ -159,10 +159,12 @@ class Tally:
     matched: int
     numbers: int
 
-    def headline(self) -> str:
+    def headline(self, whose: str = "its") -> str:
+        """'5 errors of its own, 2 inconsistencies; 126 values inherit them, …' (`whose`:
+        "their" over several documents)."""
         if self.numbers == 0:
             return "no printed numbers"
-        parts = [_count(self.own, "error of its own", "errors of its own"),
+        parts = [_count(self.own, f"error of {whose} own", f"errors of {whose} own"),
                  _count(self.inconsistent, "inconsistency", "inconsistencies")]
         text = ", ".join(parts)
         if self.material:
@@ -213,3 +215,12 @@ def grouped(audit: Sequence[AuditEntry]
         if a.cause == "carried" and a.root in line_of:
             heirs[line_of[a.root]].append(a)
     return [(roots, heirs[k]) for k, roots in lines.items()]
+
+
+CLAIM_STATUSES = ("holds", "partly", "fails", "untested")
+
+
+def claim_coverage(audit: Sequence[AuditEntry]) -> str:
+    """'41 holds, 9 partly, 7 fails, 12 untested' over the claim entries."""
+    claims = [a for a in audit if a.kind == "claim"]
+    return ", ".join(f"{sum(a.status == s for a in claims)} {s}" for s in CLAIM_STATUSES)

@@ -14,6 +14,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from sdpa_cli.report import terminal, writers
+from sdpa_cli.framework.causes import tally
 from sdpa_cli.framework.result import Result, json_header
 
 
@@ -82,21 +83,22 @@ def batch_document(results: Sequence[Result], fmt: str) -> str | None:
 
 
 def summary_table(results: Sequence[tuple[Result, Path | None]]) -> RichTable:
+    """One row per example, root errors first: errors of its own and inconsistencies (per
+    printed line), the values that inherit them, rounding-only differences, matches."""
     out = RichTable(title="Worked examples", title_justify="left", header_style="bold")
-    for header in ("example", "source", "audited", "match", "mismatch", "accepted", "checks",
-                   "folder"):
-        out.add_column(header, justify="right" if header in ("audited", "match", "mismatch",
-                                                             "accepted") else "left")
+    for header in ("example", "source", "own", "incons.", "inherit", "round", "match",
+                   "checks", "folder"):
+        out.add_column(header, justify="left" if header in ("example", "source", "checks",
+                                                             "folder") else "right")
     for r, folder in results:
-        found = [a for a in r.audit if a.status == "mismatch"]
-        accepted = [a for a in found if a.accepted]
-        unaccepted = len(found) - len(accepted)
+        t = tally(r.audit)
+        unaccepted = any(a.unaccepted for a in r.audit)
         failed = [c for c in r.checks if not c.passed]
         out.add_row(
-            r.name, r.source.split(",")[0], str(len(r.audit)),
-            str(len(r.audit) - len(found)),
-            Text(str(len(found)), style="bold red" if unaccepted else "yellow" if found else ""),
-            str(len(accepted)),
+            r.name, r.source.split(",")[0],
+            Text(str(t.own), style="bold red" if unaccepted else "yellow" if t.own else ""),
+            Text(str(t.inconsistent), style="yellow" if t.inconsistent else ""),
+            str(t.carried), str(t.rounding), f"{t.matched}/{t.numbers}",
             Text("passed" if not failed else f"{len(failed)} failed",
                  style="green" if not failed else "bold red"),
             str(folder) if folder is not None else "(not written)",
@@ -109,10 +111,10 @@ def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
     """The --all report on stderr: one summary row per example, then what failed."""
     con = out or terminal.console()
     con.print(summary_table(results))
-    total = sum(len(r.audit) for r, _ in results)
-    found = sum(a.status == "mismatch" for r, _ in results for a in r.audit)
-    con.print(Text(f"{len(results)} examples, {total} documented numbers audited, {found} "
-                   "mismatches (accepted findings included)", style="dim"))
+    every = [a for r, _ in results for a in r.audit]
+    con.print(Text(f"{len(results)} examples: {tally(every).headline('their')} "
+                   "(errors counted per printed line, inherited values per number)",
+                   style="dim"))
     for r, _ in results:
         for c in r.checks:
             if not c.passed:

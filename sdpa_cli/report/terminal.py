@@ -15,6 +15,8 @@ from rich.text import Text
 
 from sdpa_cli.report.fit import fit
 from sdpa_cli.report.formatting import audit_number, cell
+from sdpa_cli.framework.causes import claim_coverage, grouped, tally
+from sdpa_cli.framework.common import plain
 from sdpa_cli.framework.result import AuditEntry, Result, Table
 
 
@@ -58,21 +60,72 @@ def measure(table: RichTable) -> int:
     return probe.measure(table).maximum
 
 
-def audit_table(entries: tuple[AuditEntry, ...]) -> RichTable:
-    out = RichTable(title="Audit of the document's numbers", title_justify="left",
-                    header_style="bold")
-    for header in ("where", "quantity", "printed", "computed", "status"):
-        out.add_column(header, overflow="fold",
-                       justify="right" if header in ("printed", "computed") else "left")
+def _where(a: AuditEntry) -> str:
+    """Where in the document, without the document's file name (printed once above)."""
+    head, _, rest = a.source.partition(", ")
+    return rest if rest and "." in head else a.source
+
+
+def _places(entries: Sequence[AuditEntry]) -> str:
+    counts: dict[str, int] = {}
     for a in entries:
-        if a.status == "match":
-            status = Text("match", style="green")
-        else:
-            status = Text("mismatch" + (" (accepted)" if a.accepted else ""),
-                          style="yellow" if a.accepted else "bold red")
-        out.add_row(a.source, a.quantity, a.printed, audit_number(a.computed, a.tolerance),
-                    status)
-    return out
+        counts[_where(a)] = counts.get(_where(a), 0) + 1
+    return "; ".join(f"{w} ({n})" for w, n in counts.items())
+
+
+def show_audit(con: Console, entries: Sequence[AuditEntry]) -> None:
+    """The audit root errors first: the headline, each root error (a printed line) with the
+    values that inherit it, what differs by rounding only, and the matches counted."""
+    numbers = [a for a in entries if a.kind == "number"]
+    if numbers:
+        con.print(Text(f"audit: {tally(numbers).headline()}", style="bold"))
+        files = sorted({a.source.partition(", ")[0] for a in numbers
+                        if "." in a.source.partition(", ")[0]})
+        if len(files) == 1:
+            con.print(Text(f"  in {files[0]}", style="dim"))
+    for roots, heirs in grouped(numbers):
+        first = roots[0]
+        name = first.quantity.split("[", 1)[0] if len(roots) > 1 else first.quantity
+        printed = " ".join(a.printed for a in roots)
+        computed = " ".join(plain(a.computed, whole=True) if a.computed is not None else "-"
+                            for a in roots)
+        con.print(Text.assemble(
+            (f"  {first.cause} ", "bold red" if not first.accepted else "yellow"),
+            f"{_where(first)}: {name} printed {printed}, computed {computed}"))
+        if first.material:
+            con.print(Text(f"      material: changes {first.material}", style="yellow"))
+        why = first.note or first.accepted
+        if why:
+            con.print(Text(f"      {why}", style="dim"))
+        if heirs:
+            con.print(Text(f"      inherited by {len(heirs)} value"
+                           f"{'s' if len(heirs) != 1 else ''}: {_places(heirs)}", style="dim"))
+    rounding = [a for a in numbers if a.cause == "rounding"]
+    if rounding:
+        con.print(Text(f"  rounding only ({len(rounding)}: right for the printed inputs): "
+                       f"{_places(rounding)}", style="dim"))
+    loose = [a for a in numbers if a.cause == "carried" and not any(
+        a in heirs for _, heirs in grouped(numbers))]
+    for a in loose:
+        con.print(Text(f"  carried {_where(a)}: {a.quantity} from {a.from_}", style="dim"))
+    matched = sum(a.status == "match" for a in numbers)
+    if matched:
+        con.print(Text(f"  {matched} printed number{'s' if matched != 1 else ''} match "
+                       "(every entry in table.md and results.json)", style="dim"))
+    claims = [a for a in entries if a.kind == "claim"]
+    if claims:
+        show_claims(con, claims)
+
+
+def show_claims(con: Console, claims: Sequence[AuditEntry]) -> None:
+    """Each claim of a document this run judges: its verdict and the measurement."""
+    con.print(Text(f"claims: {claim_coverage(claims)}", style="bold"))
+    style = {"holds": "green", "partly": "yellow", "fails": "bold red", "untested": "dim"}
+    for a in claims:
+        why = a.measurement if a.status != "untested" else f"untested: {a.reason}"
+        con.print(Text.assemble((f"  {a.status:<8} ", style.get(a.status, "")),
+                                (f"{a.quantity} ({a.source})", ""),
+                                (f"\n           {why}", "dim")))
 
 
 def show_table(con: Console, table: Table, *, wide: bool = False, heading: str = "") -> None:
@@ -119,19 +172,7 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
     for t in result.tables:
         show_table(con, t, wide=wide)
     if result.audit:
-        con.print(audit_table(result.audit))
-        # One line per explanation: the entries of a printed row that share it are named
-        # together rather than repeating the same sentence once per number.
-        explained: list[tuple[str, list[str]]] = []
-        for a in result.audit:
-            if a.status == "mismatch" and (a.note or a.accepted):
-                why = a.note or a.accepted or ""
-                if explained and explained[-1][0] == why:
-                    explained[-1][1].append(a.quantity)
-                else:
-                    explained.append((why, [a.quantity]))
-        for why, quantities in explained:
-            con.print(Text(f"  {', '.join(quantities)}: {why}", style="dim"))
+        show_audit(con, result.audit)
     for finding in result.findings:
         con.print(Text(f"found: {finding}", style="bold"))
     for note in result.notes:
