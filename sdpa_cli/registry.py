@@ -36,14 +36,14 @@ class Study:
 def _variance() -> Study:
     from sdpa_cli.spec import limits
     from sdpa_cli.studies.variance.spec import VarianceSpec
-    from sdpa_cli.studies.variance.run import run as variance
+    from sdpa_cli.studies.variance import run as variance
 
     return Study("variance", VarianceSpec, variance.run, variance.documented_problem,
                  _variance_figures, limits=limits.variance)
 
 
 def _variance_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.studies.variance.run import figures as f
+    from sdpa_cli.studies.variance import figures as f
 
     return {"variance.histograms": f.draw_histograms, "variance.vs_dim": f.draw_vs_dim}
 
@@ -51,7 +51,7 @@ def _variance_figures() -> Mapping[str, Renderer]:
 def _softmax_sweep() -> Study:
     from sdpa_cli.spec import limits
     from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
-    from sdpa_cli.studies.softmax_sweep.run import run as softmax_sweep
+    from sdpa_cli.studies.softmax_sweep import run as softmax_sweep
 
     return Study("softmax-sweep", SoftmaxSweepSpec, softmax_sweep.run,
                  softmax_sweep.documented_problem, _saturation_figures,
@@ -61,7 +61,7 @@ def _softmax_sweep() -> Study:
 def _jacobian() -> Study:
     from sdpa_cli.spec import limits
     from sdpa_cli.studies.saturation.spec import JacobianSpec
-    from sdpa_cli.studies.jacobian.run import run as jacobian
+    from sdpa_cli.studies.jacobian import run as jacobian
 
     return Study("jacobian", JacobianSpec, jacobian.run, jacobian.documented_problem,
                  _saturation_figures, limits=limits.score_source)
@@ -107,14 +107,14 @@ def _worked_figures() -> Mapping[str, Renderer]:
 
 def _gradients() -> Study:
     from sdpa_cli.studies.gradients.spec import GradientsSpec, cost
-    from sdpa_cli.studies.gradients.run import run as gradients
+    from sdpa_cli.studies.gradients import run as gradients
 
     return Study("gradients", GradientsSpec, gradients.run, gradients.documented_problem,
                  _gradients_figures, limits=cost)
 
 
 def _gradients_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.studies.gradients.run import figures as f
+    from sdpa_cli.studies.gradients import figures as f
 
     return {"gradients.norms": f.draw_norms, "gradients.frozen": f.draw_frozen}
 
@@ -122,14 +122,14 @@ def _gradients_figures() -> Mapping[str, Renderer]:
 def _train() -> Study:
     from sdpa_cli.studies.train.spec import TrainSpec
     from sdpa_cli.studies.train.spec import limits as train_limits
-    from sdpa_cli.studies.train.run import run as train
+    from sdpa_cli.studies.train import run as train
 
     return Study("train", TrainSpec, train.run, train.documented_problem, _train_figures,
                  limits=train_limits)
 
 
 def _train_figures() -> Mapping[str, Renderer]:
-    from sdpa_cli.studies.train.run import figures as f
+    from sdpa_cli.studies.train import figures as f
 
     return {"train.loss_curves": f.draw_loss_curves, "train.traces": f.draw_traces,
             "train.loss_vs_lr": f.draw_loss_vs_lr}

@@ -117,7 +117,7 @@ def test_the_row_limit_is_exact_at_its_edge():
 
 def test_the_histogram_figure_draws_a_bounded_number_of_dims():
     # 200 overlaid histograms took six minutes and 0.5 GB to draw (the table kept them all)
-    from sdpa_cli.studies.variance.run import figure_data as variance
+    from sdpa_cli.studies.variance import figure_data as variance
 
     dims = list(range(1, 31))
     s = spec.load(None, study="variance", overrides={"dims": dims, "pairs": 20,
@@ -132,7 +132,7 @@ def test_the_histogram_figure_draws_a_bounded_number_of_dims():
 
 
 def test_an_unreadable_weights_figure_is_left_out_with_a_note():
-    from sdpa_cli.studies.softmax_sweep.run import run as softmax_sweep
+    from sdpa_cli.studies.softmax_sweep import run as softmax_sweep
 
     n = 101
     scales = [float(i) for i in range(1, softmax_sweep.WEIGHTS_FIGURE_MAX_BARS // n + 2)]

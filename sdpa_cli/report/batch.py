@@ -17,7 +17,8 @@ from sdpa_cli.report.outcomes import STATUSES, Outcome
 from sdpa_cli.report.runfolder import write_batch
 from sdpa_cli.report.terminal import console
 from sdpa_cli.report.unchanged import recorded
-from sdpa_cli.framework.result import json_header
+from sdpa_cli.framework.causes import CLAIM_STATUSES, claim_coverage, tally
+from sdpa_cli.framework.result import AuditEntry, json_header
 
 
 def _name(o: Outcome) -> str:
@@ -60,7 +61,9 @@ def index_md(items: Sequence[Entry]) -> str:
                               if x)
             lines.append(f"  - [{_md(e.title or e.name)}](#{e.anchor}) ({facts})")
     s = provenance.audit_summary(items)
+    every = [a for e in items if e.result is not None for a in e.result.audit]
     lines += ["", "## Audit of the documents' printed numbers", "",
+              f"{audit_headline(every)}.", "",
               f"{s.checked} printed numbers checked in {s.experiments} experiments: {s.matched} "
               f"match, {len(s.mismatches)} mismatch ({s.accepted} accepted as known findings, "
               f"{len(s.mismatches) - s.accepted} not accepted).", ""]
@@ -127,10 +130,34 @@ def failures(o: Outcome) -> list[dict[str, str]]:
     return [{"check": c.name, "detail": c.detail} for c in checks if not c.passed]
 
 
+def _audit_of(o: Outcome) -> tuple[AuditEntry, ...]:
+    if o.result is not None:
+        return o.result.audit
+    return recorded(o.folder)[1] if o.kept and o.folder is not None else ()
+
+
+def audit_headline(audit: Sequence[AuditEntry]) -> str:
+    """'documents: 14 errors of their own, 3 inconsistencies …; claims: 9 holds, …'."""
+    text = f"documents: {tally(audit).headline('their')}"
+    if any(a.kind == "claim" for a in audit):
+        text += f"; claims: {claim_coverage(audit)}"
+    return text
+
+
+def audit_counts(audit: Sequence[AuditEntry]) -> dict[str, int]:
+    t = tally(audit)
+    return {"own": t.own, "inconsistent": t.inconsistent, "material": t.material,
+            "carried": t.carried, "rounding": t.rounding, "matched": t.matched,
+            "numbers": t.numbers,
+            **{f"claims_{s}": sum(a.kind == "claim" and a.status == s for a in audit)
+               for s in CLAIM_STATUSES}}
+
+
 def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
     doc = {
         **json_header(),
         "passed": all(o.status == "passed" for o in outcomes),
+        "audit": audit_counts([a for o in outcomes for a in _audit_of(o)]),
         "folder": str(root),
         "counts": {s: sum(o.status == s for o in outcomes) for s in STATUSES}
         | {"kept": sum(o.kept for o in outcomes)},
@@ -158,6 +185,9 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
 def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
                  described: int | None = None, wrote: bool = True) -> None:
     con = console()
+    audit = [a for o in outcomes for a in _audit_of(o)]
+    if audit:  # the documents' root errors and the claims' coverage lead
+        con.print(Text(audit_headline(audit), style="bold"))
     table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold")
     for header in ("experiment", "study", "status", "checks", "findings", "seconds"):
         table.add_column(header, justify="right" if header in ("seconds",) else "left")

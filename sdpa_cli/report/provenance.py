@@ -10,6 +10,7 @@ from pathlib import Path
 import sdpa_cli
 from sdpa_cli import __version__
 from sdpa_cli.report.collect import Entry, git_commit
+from sdpa_cli.framework.causes import tally
 from sdpa_cli.framework.result import AuditEntry, Result
 
 
@@ -19,6 +20,15 @@ def findings(result: Result | None) -> tuple[int, int]:
         return 0, 0
     bad = [a for a in result.audit if a.status == "mismatch"]
     return len(bad), sum(1 for a in bad if a.accepted)
+
+
+def root_errors(result: Result | None) -> tuple[int, int]:
+    """(root errors, values inheriting them) in a result's audit: printed lines with an
+    error of their own or an inconsistency, and the numbers carried from them."""
+    if result is None:
+        return 0, 0
+    t = tally(result.audit)
+    return t.own + t.inconsistent, t.carried
 
 
 def headline(items: Sequence[Entry]) -> str:
@@ -50,6 +60,8 @@ def audit_summary(items: Sequence[Entry]) -> AuditSummary:
         doc = e.document or e.source.split(",")[0] or e.name
         tally = docs.setdefault(doc, [0, 0, 0])
         for a in e.result.audit:
+            if a.kind != "number":
+                continue
             checked += 1
             tally[0] += 1
             if a.status == "mismatch":
