@@ -8,6 +8,7 @@ from typing import Any
 
 from sdpa_cli.framework.audit import Lookup, audit_check, audit_pairs
 from sdpa_cli.framework.causes import classify
+from sdpa_cli.framework.claims import judge_all
 from sdpa_cli.framework.result import Check, Figure, Result, Table
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
@@ -59,6 +60,8 @@ def assemble(
     """The Result of a table study: audit the spec's documented numbers against the rows,
     add the audit's check, and fill in the spec's identity (title falls back to `title`)."""
     audit = classify(audit_pairs(spec.documented, lookup, spec.se_tolerance, spec.document))
+    audit += judge_all(spec.claims, lookup, spec.document, spec.name or study,
+                       spec.se_tolerance)
     check = audit_check(audit)
     return Result(
         study=study,

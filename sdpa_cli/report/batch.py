@@ -189,16 +189,17 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
     if audit:  # the documents' root errors and the claims' coverage lead
         con.print(Text(audit_headline(audit), style="bold"))
     table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold")
-    for header in ("experiment", "study", "status", "checks", "findings", "seconds"):
+    for header in ("experiment", "study", "status", "checks", "root errors", "seconds"):
         table.add_column(header, justify="right" if header in ("seconds",) else "left")
     for o in outcomes:
         r = o.result
         checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
-        bad, ok = provenance.findings(r)
+        roots, heirs = provenance.root_errors(r)
         style = {"passed": "green", "failed": "red", "error": "bold red"}.get(o.status, "dim")
         status = Text(o.status + (" (unchanged, kept)" if o.kept else ""), style=style)
         table.add_row(_name(o), o.planned.spec.study, status, checks,
-                      f"{bad} ({ok} accepted)", f"{o.seconds:.1f}")
+                      f"{roots} (+{heirs} inherit)" if heirs else str(roots),
+                      f"{o.seconds:.1f}")
     con.print(table)
     for o in outcomes:
         if o.status == "error":

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     field_validator,
+    model_validator,
 )
 
 from sdpa_cli.numerics.formula import formula_problem
@@ -205,6 +206,56 @@ class Documented(Model):
         return v
 
 
+class ClaimRef(Model):
+    """Another measured quantity of the run, for `than:`."""
+
+    quantity: str = Field(pattern=QUANTITY_PATTERN)
+    row: dict[str, str | int | float] = {}
+    part: str | None = None
+
+
+class ClaimTest(Model):
+    """One measurement a claim is held against: a quantity of this run (picked like a
+    documented number, by `row:` or `part:`) compared with a threshold sdpa sets, or with
+    another quantity of the run (`than:`)."""
+
+    quantity: str = Field(pattern=QUANTITY_PATTERN)
+    row: dict[str, str | int | float] = {}
+    part: str | None = None
+    op: Literal["<", ">", "≈"]
+    value: float | None = None  # the threshold (sdpa's bar, never a document's result)
+    than: ClaimRef | None = None  # or: compared with this quantity of the same run
+    tolerance: float | None = Field(None, ge=0)  # for ≈: absolute slack
+
+    @model_validator(mode="after")
+    def _one_side(self) -> ClaimTest:
+        if (self.value is None) == (self.than is None):
+            raise ValueError("give exactly one of value: (a threshold) or than: (a quantity)")
+        return self
+
+
+class Claim(Model):
+    """A statement of the document (numeric or qualitative), paraphrased, and the tests this
+    spec's run holds it to: holds (all pass), partly (some), fails (none), or untested."""
+
+    where: str = Field(min_length=1)  # section or line of the document
+    # The document file when it is not the spec's own (a claim several documents make is
+    # judged where it is measured).
+    document: str | None = Field(None, pattern=r"^\S+\.(txt|md|ipynb)$")
+    claim: str = Field(min_length=1)  # the statement in sdpa's words (never copied)
+    tests: list[ClaimTest] = []
+    untested: str | None = Field(None, min_length=1)  # why no run here can measure it
+    note: str | None = None  # what the verdict rests on, in a few words
+
+    @model_validator(mode="after")
+    def _tested_or_why(self) -> Claim:
+        if not self.tests and not self.untested:
+            raise ValueError("a claim needs tests: or untested: (the reason)")
+        if self.tests and self.untested:
+            raise ValueError("a claim has tests: or untested:, not both")
+        return self
+
+
 class SpecBase(Model):
     """Identity and bookkeeping shared by every study."""
 
@@ -224,6 +275,7 @@ class SpecBase(Model):
     description: str = ""  # one line for listings and the report
     seed: Int | None = Field(None, ge=0)  # entropy of the run; drawn and recorded if absent
     documented: list[Documented] = []  # the document's printed numbers, audited
+    claims: list[Claim] = []  # the document's statements this run judges (issue 28)
 
     @field_validator("name")
     @classmethod

@@ -6,7 +6,7 @@ import math
 
 from sdpa_cli.numerics import recall
 from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
-from sdpa_cli.framework.result import Column
+from sdpa_cli.framework.result import AuditEntry, Column
 from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
 
 CLAIM_COLUMNS = (
@@ -223,3 +223,30 @@ def _gradient_sentence(rows: list[TrainRow], big: int, ref: str) -> str:
     return (f"At step 1, d_k = {big} (median over seeds): ‖∂L/∂W_Q‖ = {qa:.3g} unscaled vs "
             f"{qb:.3g} {ref}, ‖∂L/∂W_K‖ = {ka:.3g} vs {kb:.3g}, query-row entropy {ea:.3g} vs "
             f"{eb:.3g} nats — {ratio:.3g}× the {ref} gradient, {how}.")
+
+
+def claim_status(verdict: str) -> str:
+    """A claim row's verdict as an audit status: holds, partly, fails or untested."""
+    v = verdict.lower()
+    if v.startswith(("not tested", "not measured", "no study cited")):
+        return "untested"
+    if v.startswith(("fails", "does not hold")):
+        return "fails"
+    if v in ("holds", "holds (one-hot)", "holds over these d_k"):
+        return "holds"
+    return "partly"  # "holds for sgd only", "holds as 'trains worse' …", "mixed"
+
+
+def claim_entries(claims: list[ClaimRow], spec_name: str) -> tuple[AuditEntry, ...]:
+    """The claims table as kind: claim audit entries (issue 28): the evidence is the
+    measurement; the seeds' spread is its uncertainty, named in the evidence."""
+    out = []
+    for c in claims:
+        status = claim_status(c.verdict)
+        out.append(AuditEntry(
+            source=c.source, quantity=c.claim.replace('"', ""), documented=math.nan,
+            computed=None, status=status, printed="", tolerance=0.0, basis="claim",
+            kind="claim", measurement=f"{c.verdict}: {c.evidence}" if status != "untested"
+            else None, spec_name=spec_name,
+            reason=c.evidence if status == "untested" else None))
+    return tuple(out)

@@ -147,7 +147,8 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
                       findings.CLAIM_COLUMNS, tuple(as_row(c) for c in claims))])
     curves = [{"dim": c.dim, "scaling": c.scaling.label, "optimiser": c.optimiser, "lr": c.lr,
                **_median_curves(runs)} for c, runs in by_config.items()]
-    return Result(**{**vars(result), "extra": {"curves": curves}})
+    audit = (*result.audit, *findings.claim_entries(claims, spec.name or "train"))
+    return Result(**{**vars(result), "audit": audit, "extra": {"curves": curves}})
 
 
 def _median(values: Sequence[float | None]) -> float | None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from sdpa_cli.framework.audit import audit_check, run_audit, split_quantity
 from sdpa_cli.framework.causes import Materiality, classify
+from sdpa_cli.framework.claims import judge_all
 from sdpa_cli.framework.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.worked_example.reconcile import (
@@ -48,6 +49,7 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
                 a = dataclasses.replace(a, quantity=f"{part}/{a.quantity}")
             pairs.append((part or "", resolved, a))
     audit = list(classify(pairs, attention_replayer(runs), winner_flip(runs)))
+    audit += judge_all(spec.claims, lookup, spec.document, spec.name or "worked-example")
     checks = [_sanity(r) for r in runs.values() if r.part.kind == "attention"]
     check = audit_check(audit)
     if check:
