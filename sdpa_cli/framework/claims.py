@@ -10,6 +10,7 @@ from sdpa_cli.framework.audit import Lookup
 from sdpa_cli.framework.result import AuditEntry
 from sdpa_cli.spec.common import Claim, ClaimRef, ClaimTest, Documented
 
+
 def plain(x: float) -> str:
     """Four significant digits (the measurement beside a claim)."""
     return f"{x:.4g}"

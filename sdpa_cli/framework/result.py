@@ -166,6 +166,9 @@ class Result:
     figures: tuple[Figure, ...] = ()
     tables: tuple[Table, ...] = ()  # further tables (after the main one)
     panels: tuple[Panel, ...] = ()  # step-by-step blocks shown before the tables
+    # Comparisons with a heuristic (or a limit not reached): shown and counted apart from the
+    # checks, never as one (issue 28).
+    unchecked: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # more JSON fields, e.g. steps
 
     @property
@@ -206,6 +209,7 @@ class Result:
             "passed": self.passed,
             "theory": list(self.theory),
             **({"findings": list(self.findings)} if self.findings else {}),
+            **({"unchecked": list(self.unchecked)} if self.unchecked else {}),
             "notes": list(self.notes),
         }
         for t in self.tables:
@@ -238,6 +242,7 @@ class Result:
         tables += [_table_from(s, more.get(s.get("name", "")) or []) for s in shapes[1:]]
         known = {"study", "name", "title", "source", "spec", "rows", "checks", "audit", "passed",
                  "theory", "findings", "notes", "tables", "layout", "schema_version",
+                 "unchecked",
                  "sdpa_version"}
         return cls(
             study=str(doc.get("study", "")), name=str(doc.get("name", "")),
@@ -247,6 +252,7 @@ class Result:
             checks=tuple(Check(**c) for c in doc.get("checks") or []),
             audit=tuple(audit_from_json(a) for a in doc.get("audit") or []),
             theory=tuple(doc.get("theory") or []), findings=tuple(doc.get("findings") or []),
+            unchecked=tuple(doc.get("unchecked") or []),
             expect=tuple(layout.get("expect") or []), notes=tuple(doc.get("notes") or []),
             figures=tuple(Figure(f["name"], f.get("kind", ""), f.get("title", ""), {},
                                  f.get("caption", "")) for f in layout.get("figures") or []),

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.report import terminal, writers
 from sdpa_cli.framework.causes import tally
 from sdpa_cli.framework.result import Result, json_header
+from sdpa_cli.report import terminal, writers
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from rich.panel import Panel as RichPanel
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.report.fit import fit
-from sdpa_cli.report.formatting import audit_number, cell
 from sdpa_cli.framework.causes import claim_coverage, grouped, tally
 from sdpa_cli.framework.common import plain
 from sdpa_cli.framework.result import AuditEntry, Result, Table
+from sdpa_cli.report.fit import fit
+from sdpa_cli.report.formatting import cell
 
 
 def console(file=None) -> Console:
@@ -180,7 +180,11 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
     failed = [c for c in result.checks if not c.passed]
     if result.checks:
         summary = f"checks: {len(result.checks) - len(failed)}/{len(result.checks)} passed"
+        if result.unchecked:
+            summary += f"; {len(result.unchecked)} heuristic rows apart, not checks:"
         con.print(Text(summary, style="green" if not failed else "bold red"))
+        for line in result.unchecked:
+            con.print(Text(f"  heuristic, not a check: {line}", style="yellow"))
         for c in failed:
             con.print(Text(f"  FAIL {c.name}: {c.detail}", style="red"))
         if failed and not check:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import sdpa_cli
-from sdpa_cli.report.manifest import load_json
 from sdpa_cli.framework.result import AuditEntry, Check, audit_from_json
+from sdpa_cli.report.manifest import load_json
 
 MANIFEST = "manifest.json"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -9,19 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, rule_params
-from sdpa_cli.numerics.blocks import fold_blocks
-from sdpa_cli.numerics.grad_trials import TrialValues, draw, score_moments, trial_values
-from sdpa_cli.numerics.rng import block_generator
-from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.gradients.spec import GradientsSpec
 from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.framework.common import assemble
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
 from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.studies.gradients.theory import slope_checks, slope_rows, theory_lines
 from sdpa_cli.framework.result import (
     Check,
     Column,
@@ -32,6 +26,14 @@ from sdpa_cli.framework.result import (
     internal,
     row_fields,
 )
+from sdpa_cli.framework.wording import move
+from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, rule_params
+from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.grad_trials import TrialValues, draw, score_moments, trial_values
+from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.gradients.spec import GradientsSpec
+from sdpa_cli.studies.gradients.theory import slope_checks, slope_rows, theory_lines
 
 GRADS = ("wq", "wk", "wv", "x")  # ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V, ∂L/∂X
 
@@ -139,9 +141,10 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
             checks.append(_check(row, k))
     rows = [as_row(r) for r in typed]
     typed_slopes = slope_rows(spec, rows)
-    checks.extend(slope_checks(spec, rows, typed_slopes, k))
+    unchecked: list[str] = []
+    checks.extend(slope_checks(spec, rows, typed_slopes, k, unchecked))
     slopes = [as_row(r) for r in typed_slopes]
-    return assemble(
+    result = assemble(
         spec, study="gradients", title="Gradients through one attention layer versus d_k",
         table=Table("gradients", "Gradient norms at initialisation by d_k and rule", COLUMNS,
                     tuple(rows)),
@@ -151,6 +154,7 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
         notes=_notes(spec), figures=_figures(spec, rows, slopes),
         findings=findings(spec, rows, slopes), expect=expect(spec),
     )
+    return dataclasses.replace(result, unchecked=tuple(unchecked))
 
 
 def _stats(v: np.ndarray) -> tuple[float | None, float | None, float | None]:
@@ -232,8 +236,12 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
         if lo == hi or not first["grad_wq_mean"] or last["grad_wq_mean"] is None:
             continue
         ratio = last["grad_wq_mean"] / first["grad_wq_mean"]
-        trend = ("grows" if ratio > 1.25 else "vanishes" if ratio < 1e-6
-                 else "shrinks" if ratio < 0.8 else "stays about the same")
+        # one materiality bar for every study (framework.wording)
+        m = move(first["grad_wq_mean"], last["grad_wq_mean"], first.get("grad_wq_se"),
+                 last.get("grad_wq_se"))
+        trend = ("vanishes" if ratio < 1e-6 else "grows" if m.word == "rises" else
+                 "shrinks" if m.word == "falls" else
+                 f"is nearly level ({m.percent})" if m.significant else "stays about the same")
         slope = next((s for s in slopes if s["scaling"] == rule.label
                       and s["gradient"] == "W_Q"), None)
         fit = (f", log-log slope {slope['slope']:.2f} ± {slope['slope_se']:.2f}"
@@ -247,10 +255,16 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
     raw = [r for r in rows if r["scaling"] == "none"]
     if lo != hi and raw and raw[0]["grad_wq_mean"] and raw[-1]["grad_wq_mean"] is not None:
         grows = raw[-1]["grad_wq_mean"] >= raw[0]["grad_wq_mean"]
+        frozen = raw[-1]["frozen_share"]
+        # The mean is one number over all query rows: with rows frozen it says nothing of
+        # them, so the verdict names both (issue 28: a statement at its evidence's strength).
+        rows_note = (f"; {frozen:.0%} of the score rows are frozen at d_k = {hi}, and their "
+                     "gradient does vanish" if frozen and frozen >= 0.01 else "")
         out.append(
             "The documents' claim that unscaled scores make the gradients vanish as d_k grows "
-            + ("does not hold here: the mean unscaled gradient on W_Q grows with d_k."
-               if grows else "holds here: the mean unscaled gradient on W_Q falls with d_k."))
+            + (f"does not hold for the mean here: the mean unscaled gradient on W_Q grows with "
+               f"d_k{rows_note}." if grows else
+               f"holds here: the mean unscaled gradient on W_Q falls with d_k{rows_note}."))
     return tuple(out)
 
 

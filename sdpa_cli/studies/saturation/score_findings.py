@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdpa_cli.framework.common import plain
+from sdpa_cli.framework.wording import move
 
 Row = Mapping[str, Any]
 
@@ -14,20 +15,6 @@ Row = Mapping[str, Any]
 def _num(x: float) -> str:
     """A value or an axis position in a sentence: d_k, n and multipliers stay whole."""
     return plain(x, whole=True)
-
-
-def _move(a: float, b: float, se_a: float | None = None, se_b: float | None = None) -> str:
-    """'rises', 'falls' or 'stays level': a change counts when it is beyond 3 combined
-    standard errors (Monte Carlo values) or 1% (exact values)."""
-    if se_a is not None and se_b is not None:
-        margin = 3.0 * math.hypot(se_a, se_b)
-    else:
-        margin = 0.01 * max(abs(a), abs(b))
-    if b > a + margin:
-        return "rises"
-    if b < a - margin:
-        return "falls"
-    return "stays level"
 
 
 def _ends(rows: Sequence[Row], key: str, axis: str) -> tuple[Row, Row] | None:
@@ -48,18 +35,32 @@ def _groups(rows: Sequence[Row], by: tuple[str, ...]) -> dict[tuple[Any, ...], l
 
 def _sweep(rows: Sequence[Row], key: str, what: str, axis: str, axis_name: str,
            by: tuple[str, ...], label: str) -> list[str]:
-    """For each group (a rule, a number of keys): how `key` moves along `axis`."""
-    out = []
+    """For each group (a rule, a number of keys): how `key` moves along `axis`. A direction
+    word needs a significant and material change (framework.wording); a nearly level group
+    gets its size and, when another group moves materially, that contrast beside it."""
+    moves = []
     for group, mine in _groups(rows, by).items():
         ends = _ends(mine, key, axis)
         if ends is None:
             continue
         a, b = ends
         se = key + "_se"
-        move = _move(a[key], b[key], a.get(se), b.get(se))
-        name = label.format(*group)
-        out.append(f"{name}: {what} {move} from {_num(a[key])} at {_at(axis_name, a[axis])} "
-                   f"to {_num(b[key])} at {_at(axis_name, b[axis])}.")
+        moves.append((label.format(*group), a, b, move(a[key], b[key], a.get(se), b.get(se))))
+    movers = [m for m in moves if m[3].significant and m[3].material]
+    out = []
+    for name, a, b, m in moves:
+        span = f"{_at(axis_name, a[axis])} to {_at(axis_name, b[axis])}"
+        if m.word == "is nearly level":
+            text = (f"{name}: {what} is nearly level ({m.percent} from {span}: "
+                    f"{_num(a[key])} → {_num(b[key])})")
+            if movers:
+                other, oa, ob, om = max(movers, key=lambda x: abs(x[3].relative))
+                text += f", where {other} {om.word} {_num(oa[key])} → {_num(ob[key])}"
+            out.append(text + ".")
+        else:
+            out.append(f"{name}: {what} {m.word} from {_num(a[key])} at "
+                       f"{_at(axis_name, a[axis])} to {_num(b[key])} at "
+                       f"{_at(axis_name, b[axis])}.")
     return out
 
 

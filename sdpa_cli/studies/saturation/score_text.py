@@ -52,8 +52,9 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
                  "towards one-hot once s passes s_c = √(2 ln n), where the largest score "
                  "pulls away from the rest.")
     if jacobian:
-        lines.append("‖J‖_F → √(n−1)/n as s → 0 (uniform weights) and → 0 as s → ∞ (one-hot): "
-                     "the gradient through softmax vanishes on both sides and peaks between.")
+        lines.append("‖J‖_F → √(n−1)/n as s → 0 (uniform weights: small for large n, not "
+                     "zero at fixed n) and → 0 as s → ∞ (one-hot): it peaks between and falls "
+                     "on both sides, vanishing only on the one-hot side.")
     if source == "vectors":
         lines.append("Each rule's implied score spread at d is factor·√Var(q·k) for an "
                      "independent query-key pair, Var(q·k) = d·[(σ²+μ²)² − μ⁴] (exact moments "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from sdpa_cli.numerics import recall
-from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
 from sdpa_cli.framework.result import AuditEntry, Column
+from sdpa_cli.numerics import recall
 from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
+from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
 
 CLAIM_COLUMNS = (
     Column("source", "source", "text", priority=1),
@@ -217,9 +217,11 @@ def _gradient_sentence(rows: list[TrainRow], big: int, ref: str) -> str:
         return f"At d_k = {big} a gradient norm at step 1 was not finite."
     assert qa is not None and qb is not None and ka is not None and kb is not None
     ratio = qa / qb if qb > 0 else math.inf
+    # A total over all query rows: it cannot show rows that saturation froze (their
+    # gradient vanishes while the others carry the total), so it rules out nothing per row.
     how = ("smaller: the unscaled gradient on W_Q starts out vanishing" if ratio < 0.5 else
-           "not smaller: saturation did not starve W_Q of gradient at the start"
-           if ratio >= 1 else "somewhat smaller")
+           "not smaller in total (a total can hide frozen query rows; per-row gradients "
+           "are not measured here)" if ratio >= 1 else "somewhat smaller")
     return (f"At step 1, d_k = {big} (median over seeds): ‖∂L/∂W_Q‖ = {qa:.3g} unscaled vs "
             f"{qb:.3g} {ref}, ‖∂L/∂W_K‖ = {ka:.3g} vs {kb:.3g}, query-row entropy {ea:.3g} vs "
             f"{eb:.3g} nats — {ratio:.3g}× the {ref} gradient, {how}.")

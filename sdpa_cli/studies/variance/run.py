@@ -6,13 +6,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from sdpa_cli.numerics import theory
-from sdpa_cli.numerics.engine import DotStats, simulate_dots
-from sdpa_cli.numerics.sampling import PairLaw
-from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.variance.spec import VarianceSpec
-from sdpa_cli.studies.variance import figure_data as variance_figures
 from sdpa_cli.framework.audit import (
     Lookup,
     find_rows,
@@ -34,6 +27,13 @@ from sdpa_cli.framework.result import (
     internal,
     row_fields,
 )
+from sdpa_cli.numerics import theory
+from sdpa_cli.numerics.engine import DotStats, simulate_dots
+from sdpa_cli.numerics.sampling import PairLaw
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.variance import figure_data as variance_figures
+from sdpa_cli.studies.variance.spec import VarianceSpec
 
 COLUMNS = (
     Column("dim", "d", "int", priority=0),
@@ -301,6 +301,9 @@ def _expect(spec: VarianceSpec, law: PairLaw) -> tuple[str, ...]:
                  "it grows in step with d.")
     else:
         first = "Var(q·k) grows in step with d (exact form: --explain)."
+    if law.kind == "sphere":  # the iid story (one product's variance) does not apply
+        return (first, "Dividing by c divides the variance by c²: ×√d (power:-0.5) holds it "
+                "at 1, ÷√d makes it fall like 1/d², ÷d like 1/d³.")
     return (first, "Dividing by c divides the variance by c²: ÷√d holds it at the variance of "
             "one product, ÷d makes it fall like 1/d.")
 
