@@ -23,8 +23,8 @@ NOISE_SE = 3.0
 
 def _measure(ref: ClaimTest | ClaimRef, lookup: Lookup, where: str
              ) -> tuple[float | None, float]:
-    entry = Documented(where=where, quantity=ref.quantity, row=ref.row, part=ref.part,
-                       value=0)
+    entry = Documented.model_validate({"where": where, "quantity": ref.quantity,
+                                       "row": ref.row, "part": ref.part, "value": 0})
     value, se = lookup(entry, ref.quantity)
     if value is None or not math.isfinite(value):
         return None, 0.0
@@ -42,11 +42,16 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
     """One claim: each test measured and compared; the verdict from how many pass."""
     document = claim.document or document
     source = f"{document}, {claim.where}" if document else claim.where
-    base = dict(source=source, quantity=claim.claim, documented=math.nan, printed="",
-                tolerance=0.0, basis="claim", kind="claim", spec_name=spec_name,
-                note=claim.note)
+    def entry(status: str, computed: float | None = None, measurement: str | None = None,
+              uncertainty: float | None = None, reason: str | None = None) -> AuditEntry:
+        return AuditEntry(source=source, quantity=claim.claim, documented=math.nan,
+                          computed=computed, status=status, printed="", tolerance=0.0,
+                          basis="claim", note=claim.note, kind="claim",
+                          measurement=measurement, spec_name=spec_name,
+                          uncertainty=uncertainty, reason=reason)
+
     if not claim.tests:
-        return AuditEntry(computed=None, status="untested", reason=claim.untested, **base)
+        return entry("untested", reason=claim.untested)
     passed: list[bool] = []
     texts: list[str] = []
     ses: list[float] = []
@@ -59,8 +64,7 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
         else:
             bar, bar_se, bar_text = test.value, 0.0, plain(test.value or 0.0)
         if x is None or bar is None:
-            return AuditEntry(computed=None, status="untested",
-                              reason=f"this run has no {_label(test)}", **base)
+            return entry("untested", reason=f"this run has no {_label(test)}")
         first = x if first is None else first
         se_all = math.hypot(se, bar_se)
         ses.append(se_all)
@@ -76,8 +80,7 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
                      f"{'yes' if ok else 'no'}{' (within noise)' if close else ''}")
         passed.append(ok)
     status = "holds" if all(passed) else "fails" if not any(passed) else "partly"
-    return AuditEntry(computed=first, status=status, measurement="; ".join(texts),
-                      uncertainty=max(ses) if ses else None, **base)
+    return entry(status, first, "; ".join(texts), max(ses) if ses else None)
 
 
 def judge_all(claims: Sequence[Claim], lookup: Lookup, document: str, spec_name: str,

@@ -109,8 +109,8 @@ def winner_flip(runs: dict[str, PartRun]) -> Materiality:
         if won == {best}:
             return None
         part = run_.part
-        names = list(getattr(part, "key_tokens", None) or getattr(part, "tokens", None) or [])
-        names = names if len(names) == exact.shape[0] else None
+        listed = list(getattr(part, "key_tokens", None) or getattr(part, "tokens", None) or [])
+        names = listed if len(listed) == exact.shape[0] else []
         who = (lambda j: str(names[j])) if names else (lambda j: f"key {j + 1}")
         printed = " and ".join(who(j) for j in sorted(won))
         return (f"which key wins row {idx[0] + 1}: printed {printed}, exactly {who(best)} "

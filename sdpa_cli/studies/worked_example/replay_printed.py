@@ -121,8 +121,8 @@ def _step(run: PartRun, part: str, quantity: str,
         if name == "output" and len(idx) == 2:
             i, t = idx
             n = _width(run, "weights")
-            terms = [(part, f"output_terms[{i}][{j}][{t}]") for j in range(n)]
-            if any(printed(k) is not None for k in terms):
+            keys = [(part, f"output_terms[{i}][{j}][{t}]") for j in range(n)]
+            if any(printed(k) is not None for k in keys):
                 at = [ins.add("output_terms", i, j, t) for j in range(n)]
                 return ins.replay(lambda x: sum(x[a] for a in at))
             vs = np.asarray(run.quantities["v"])[:, t]
