@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sdpa_cli.framework.causes import claim_coverage, tally
+from sdpa_cli.framework.result import Result, Table
 from sdpa_cli.report import provenance
 from sdpa_cli.report.collect import Entry, by_document
+from sdpa_cli.report.findings_html import findings_summary
 from sdpa_cli.report.formatting import audit_number, cell, number
-from sdpa_cli.framework.result import Result, Table
 
 FOLD = 40  # tables of more rows are collapsed in <details> (opened by a click, no script)
 GENERATOR = "sdpa batch report"
@@ -42,6 +44,9 @@ details { margin: .5rem 0 1rem; } summary { cursor: pointer; font-weight: 600; }
 nav ol { margin: .2rem 0; } nav li { margin: .1rem 0; } nav .doc { margin-top: .5rem; }
 .top { font-size: .85rem; margin: .5rem 0 0; } .seed { font-family: monospace, monospace; }
 .summary { background: #f6f7fa; border: 1px solid #d8dce6; padding: .4rem 1rem; }
+.claim-holds { background: #dcf5e3; color: #14632f; } .claim-fails { background: #fde0e0;
+  color: #8a1414; } .claim-partly { background: #fff1c2; color: #6b4e00; }
+.claim-untested { background: #eee; color: #444; }
 @media print {
   body { max-width: none; margin: 0; font-size: 10pt; }
   .top { display: none; }
@@ -100,23 +105,40 @@ def _checks(r: Result) -> str:
 
 def _audit(r: Result) -> str:
     rows = []
-    for a in r.audit:
+    numbers = [a for a in r.audit if a.kind == "number"]
+    for a in numbers:
         cls = "" if a.status == "match" else ("accepted" if a.accepted else "mismatch")
-        status = a.status + (" (accepted)" if a.accepted else "")
+        status = a.status + (f": {a.cause}" if a.cause else "") + \
+            (" (accepted)" if a.accepted else "")
         why = a.note or a.accepted or ""
         rows.append(f'<tr class="{cls}"><td class="text">{_e(a.source)}</td>'
                     f'<td class="text">{_e(a.quantity)}</td><td>{_e(a.printed)}</td>'
                     f"<td>{_e(audit_number(a.computed, a.tolerance, a.printed))}</td>"
                     f"<td>{_e(number(a.tolerance))}</td>"
                     f'<td class="text">{_e(status)}</td><td class="text">{_e(why)}</td></tr>')
-    bad = [a for a in r.audit if a.status == "mismatch"]
-    accepted = sum(1 for a in bad if a.accepted)
+    bad = [a for a in numbers if a.status == "mismatch"]
+    if not numbers:
+        return ""
     inner = ('<table><thead><tr><th class="text">where</th><th class="text">quantity</th>'
              '<th>printed</th><th>computed</th><th>tolerance</th><th class="text">status</th>'
              f'<th class="text">note</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
-    title = (f"Audit of the document's numbers: {len(r.audit)} printed, {len(bad)} mismatched "
-             f"({accepted} accepted as known findings)")
-    return _fold(title, len(r.audit), inner)
+    title = (f"Audit of the document's numbers: {tally(numbers).headline()} "
+             f"({len(bad)} of {len(numbers)} printed numbers differ)")
+    return _fold(title, len(numbers), inner)
+
+
+def _claim_rows(r: Result) -> str:
+    claims = [a for a in r.audit if a.kind == "claim"]
+    if not claims:
+        return ""
+    rows = "".join(
+        f'<tr><td class="text"><span class="status claim-{a.status}">{_e(a.status)}</span></td>'
+        f'<td class="text">{_e(a.source)}</td><td class="text">{_e(a.quantity)}</td>'
+        f'<td class="text">{_e(a.measurement or a.reason or "")}</td></tr>' for a in claims)
+    inner = ('<table><thead><tr><th class="text">verdict</th><th class="text">where</th>'
+             '<th class="text">claim</th><th class="text">measurement or reason</th></tr>'
+             f"</thead><tbody>{rows}</tbody></table>")
+    return _fold(f"Claims judged here: {claim_coverage(claims)}", len(claims), inner)
 
 
 def _section(e: Entry, root: Path) -> str:
@@ -168,6 +190,7 @@ def _section(e: Entry, root: Path) -> str:
         out.append(_checks(r))
     if r.audit:
         out.append(_audit(r))
+        out.append(_claim_rows(r))
     if r.notes:
         out.append("<h4>Notes</h4><ul>" + "".join(f"<li>{_e(n)}</li>" for n in r.notes)
                    + "</ul>")
@@ -177,6 +200,7 @@ def _section(e: Entry, root: Path) -> str:
 
 def _contents(items: Sequence[Entry]) -> str:
     out = ['<nav id="contents"><h2>Contents</h2><ol>',
+           '<li><a href="#findings">Findings</a></li>',
            '<li><a href="#audit">Audit of the documents\' printed numbers</a></li>',
            '<li><a href="#provenance">Provenance</a></li>']
     for key, heading, group in by_document(items):
@@ -249,6 +273,7 @@ def report_html(items: Sequence[Entry], root: Path) -> str:
         "<h1 id=\"top\">sdpa: why attention divides QKᵀ by √d_k</h1>\n"
         f'<p class="meta">{_e(provenance.headline(items))}, in the order of the documents '
         "they reproduce.</p>\n"
+        f"{findings_summary(items)}\n"
         f"{_contents(items)}\n{_audit_summary(items)}\n{_provenance(items)}\n"
         + "\n".join(groups) + "\n</body>\n</html>\n"
     )

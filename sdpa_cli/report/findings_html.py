@@ -1,0 +1,118 @@
+"""The findings summary that opens report.html: the answer before the table of contents.
+
+For each experiment its verdict and what it found, the documents' root errors (each with the
+values that inherit it) and the coverage of their claims, every line linking to its section.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from sdpa_cli.framework.causes import claim_coverage, grouped, tally
+from sdpa_cli.framework.result import AuditEntry
+from sdpa_cli.report.collect import Entry, by_document
+from sdpa_cli.report.formatting import audit_number
+
+# Claims shown in the summary, worst first: what a reader must not miss.
+_CLAIM_ORDER = {"fails": 0, "partly": 1, "holds": 2, "untested": 3}
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _link(e: Entry) -> str:
+    return f'<a href="#{e.anchor}">{_e(e.name)}</a>'
+
+
+def _where(a: AuditEntry) -> str:
+    head, _, rest = a.source.partition(", ")
+    return rest if rest and "." in head else a.source
+
+
+def _document(a: AuditEntry) -> str:
+    return a.source.partition(", ")[0]
+
+
+def _verdicts(items: Sequence[Entry]) -> str:
+    rows = []
+    for _, heading, group in by_document(items):
+        for e in group:
+            r = e.result
+            checks = (f"{sum(c.passed for c in r.checks)}/{len(r.checks)} checks"
+                      if r is not None and r.checks else "")
+            found = list(r.findings) if r is not None else []
+            shown = "<br>".join(_e(f) for f in found) or '<span class="meta">—</span>'
+            rows.append(f'<tr><td class="text">{_link(e)}<br><span class="meta">'
+                        f"{_e(heading)}</span></td>"
+                        f'<td class="text"><span class="status {e.status}">{_e(e.status)}'
+                        f"</span> {_e(checks)}</td><td class=\"text\">{shown}</td></tr>")
+    return ('<h3>What each experiment found</h3><table><thead><tr><th class="text">'
+            'experiment</th><th class="text">verdict</th><th class="text">found</th></tr>'
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _roots(items: Sequence[Entry]) -> str:
+    rows = []
+    for e in items:
+        if e.result is None:
+            continue
+        for roots, heirs in grouped(e.result.audit):
+            a = roots[0]
+            printed = " ".join(r.printed for r in roots)
+            computed = " ".join(audit_number(r.computed, r.tolerance, r.printed)
+                                for r in roots)
+            flip = (f"<strong>material</strong>: changes {_e(a.material)}" if a.material
+                    else "")
+            rows.append(f'<tr class="{"accepted" if a.accepted else "mismatch"}">'
+                        f'<td class="text">{_e(_document(a))}</td>'
+                        f'<td class="text">{_link(e)}</td>'
+                        f'<td class="text">{_e(_where(a))}</td>'
+                        f"<td>{_e(printed)} → {_e(computed)}</td>"
+                        f'<td class="text">{_e(a.cause)}</td><td>{len(heirs)}</td>'
+                        f'<td class="text">{flip}</td></tr>')
+    if not rows:
+        return "<p>No root errors: every printed number checked matches.</p>"
+    return ('<h3>Root errors of the documents</h3><table><thead><tr><th class="text">'
+            'document</th><th class="text">experiment</th><th class="text">where</th>'
+            '<th>printed → computed</th><th class="text">cause</th><th>inherited by</th>'
+            '<th class="text">conclusion it flips</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _claims(items: Sequence[Entry]) -> str:
+    found = [(e, a) for e in items if e.result is not None
+             for a in e.result.audit if a.kind == "claim"]
+    if not found:
+        return ""
+    found.sort(key=lambda ea: _CLAIM_ORDER.get(ea[1].status, 9))
+    tint = {"fails": "mismatch", "partly": "accepted"}
+    rows = "".join(
+        f'<tr class="{tint.get(a.status, "")}">'
+        f'<td class="text"><span class="status claim-{a.status}">{_e(a.status)}</span></td>'
+        f'<td class="text">{_e(_document(a))}</td><td class="text">{_e(a.quantity)}</td>'
+        f'<td class="text">{_e(a.measurement or a.reason or "")}</td>'
+        f'<td class="text">{_link(e)}</td></tr>' for e, a in found)
+    return ("<h3>The documents' claims</h3>"
+            '<table><thead><tr><th class="text">verdict</th><th class="text">document</th>'
+            '<th class="text">claim (in sdpa\'s words)</th><th class="text">measurement or '
+            'reason</th><th class="text">experiment</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
+def findings_summary(items: Sequence[Entry]) -> str:
+    """The section that opens the report: headline counts, verdicts, roots, claims."""
+    audit = [a for e in items if e.result is not None for a in e.result.audit]
+    head = f"documents: {tally(audit).headline('their')}"
+    claims = [a for a in audit if a.kind == "claim"]
+    counts = (f"claims: {claim_coverage(audit)}" if claims else
+              "claims: none judged in these experiments")
+    return ('<section id="findings"><h2>Findings</h2>'
+            f'<p class="summary"><strong>{_e(head)}</strong><br>'
+            f"<strong>{_e(counts)}</strong><br>"
+            'Errors are counted per printed line; the values that inherit them, per number. '
+            'A claim holds, partly holds or fails on the measurement beside it; untested '
+            "ones say why.</p>"
+            f"{_verdicts(items)}{_roots(items)}{_claims(items)}</section>")
