@@ -51,7 +51,8 @@ def test_run_by_name(sdpa, workdir):
     assert r.out == ""  # people read stderr
     for text in ("stated vectors versus embeddings · weights", "scores QKᵀ",
                  "2×1 + 1×0 + 3×2 = 8", "softmax weights, row by row",
-                 "Audit of the document's numbers", "mismatch (accepted)"):
+                 "audit: 8 errors of its own, 1 inconsistency",
+                 "inconsistent Detailed Softmax Comparison"):
         assert text in r.err, text
     folder = workdir / "outputs" / "money-bank-grows"
     for name in ("results.json", "table.csv", "table.md", "spec.yaml", "manifest.json",
@@ -91,8 +92,11 @@ def test_all_as_one_json_document(sdpa, workdir):
     for example in doc["examples"]:
         assert example["study"] == "worked-example" and example["audit"]
         assert (workdir / "outputs" / example["name"] / "results.json").is_file()
-    found = sum(a["status"] == "mismatch" for e in doc["examples"] for a in e["audit"])
-    assert found > 0 and f"{found} mismatches" in r.err  # every finding still reported
+    numbers = [a for e in doc["examples"] for a in e["audit"] if a["kind"] == "number"]
+    found = sum(a["status"] == "mismatch" for a in numbers)
+    # every finding still reported: root errors first, then how many match
+    assert found > 0 and f"{len(numbers) - found} of {len(numbers)} match" in r.err
+    assert "errors of their own" in r.err
 
 
 def test_all_into_one_folder_and_as_csv(sdpa, workdir):
@@ -222,10 +226,10 @@ def test_terminal_report_stays_readable(sdpa):
     r = sdpa("worked-example", "visual-summary", "--no-plots")
     # The long-format table goes to the files; the terminal says where.
     assert "Every computed entry (long format): 28 rows in table.csv" in r.err
-    # A note shared by a printed row is said once, naming every entry it explains.
-    line = ("weights[0][0], weights[0][1], weights[0][2], weights[0][3]: the printed weights "
-            "sum to 1.11")
-    assert r.err.count(line) == 1
+    # A note shared by a printed row is said once, under the row's root error, which names
+    # the row and its printed and computed values together.
+    assert r.err.count("the printed weights sum to 1.11; no softmax output can") == 1
+    assert "own With Scaling, After Softmax: weights printed 0.12 0.32 0.47 0.20" in r.err
 
 
 def test_overflowing_exp_tables_are_null_never_nan(sdpa, workdir):

@@ -166,6 +166,12 @@ def test_money_bank_audit_findings():
         "softmax-tables/exp_scaled_scores[0][2]",
         "softmax-tables/exp_scaled_sums[0]",  # 399.0; it is 396.5
     }
+    # the softmax table's matrix, held against Step 3's QKᵀ (an inconsistency): every cell
+    # but [2][0] (4 in both) differs
+    table = [[5, 10, 7], [6, 5, 3], [4, 7, 2]]
+    step3 = [[8, 5, 8], [3, 4, 8], [4, 1, 5]]
+    expected |= {f"stated-vectors/scores[{i}][{j}]" for i in range(3) for j in range(3)
+                 if table[i][j] != step3[i][j]}
     assert mismatches(result) == expected
     # The findings the document's own divisor explains say so.
     notes = {a.quantity: a.note or "" for a in result.audit}

@@ -109,10 +109,10 @@ def findings_summary(items: Sequence[Entry]) -> str:
     claims = [a for a in audit if a.kind == "claim"]
     counts = (f"claims: {claim_coverage(audit)}" if claims else
               "claims: none judged in these experiments")
-    return ('<section id="findings"><h2>Findings</h2>'
+    return ('<div id="findings" class="findings"><h2>Findings</h2>'
             f'<p class="summary"><strong>{_e(head)}</strong><br>'
             f"<strong>{_e(counts)}</strong><br>"
             'Errors are counted per printed line; the values that inherit them, per number. '
             'A claim holds, partly holds or fails on the measurement beside it; untested '
             "ones say why.</p>"
-            f"{_verdicts(items)}{_roots(items)}{_claims(items)}</section>")
+            f"{_verdicts(items)}{_roots(items)}{_claims(items)}</div>")
