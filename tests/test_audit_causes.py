@@ -18,6 +18,7 @@ from sdpa_cli.framework.audit import compare
 from sdpa_cli.framework.causes import classify, grouped, tally
 from sdpa_cli.framework.result import Result, audit_from_json
 from sdpa_cli.numerics.formula import evaluate
+from sdpa_cli.report.writers import with_counts
 from sdpa_cli.spec.common import Documented, Printed
 from sdpa_cli.studies.worked_example import replay as worked_example
 
@@ -151,3 +152,14 @@ def test_results_json_carries_kind_cause_from(happy: Result) -> None:
     assert all(a["from"] for a in carried)
     back = [audit_from_json(a) for a in doc["audit"]]  # read back: the same causes
     assert [a.cause for a in back] == [a.cause for a in happy.audit]
+
+
+def test_results_json_counts_root_errors_before_the_audit(happy: Result) -> None:
+    doc = with_counts(happy)
+    keys = list(doc)
+    assert keys.index("audit_counts") == keys.index("audit") - 1
+    c = doc["audit_counts"]
+    assert (c["own"], c["inconsistent"], c["material"]) == (2, 0, 1)
+    assert c["numbers"] == sum(a.kind == "number" for a in happy.audit)
+    assert c["claims_fails"] + c["claims_holds"] + c["claims_partly"] + \
+        c["claims_untested"] == sum(a.kind == "claim" for a in happy.audit)

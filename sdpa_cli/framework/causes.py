@@ -224,3 +224,13 @@ def claim_coverage(audit: Sequence[AuditEntry]) -> str:
     """'41 holds, 9 partly, 7 fails, 12 untested' over the claim entries."""
     claims = [a for a in audit if a.kind == "claim"]
     return ", ".join(f"{sum(a.status == s for a in claims)} {s}" for s in CLAIM_STATUSES)
+
+
+def counts(audit: Sequence[AuditEntry]) -> dict[str, int]:
+    """The audit's counts for JSON, root errors first (results.json, sdpa-batch.json)."""
+    t = tally(audit)
+    return {"own": t.own, "inconsistent": t.inconsistent, "material": t.material,
+            "carried": t.carried, "rounding": t.rounding, "matched": t.matched,
+            "numbers": t.numbers,
+            **{f"claims_{s}": sum(a.kind == "claim" and a.status == s for a in audit)
+               for s in CLAIM_STATUSES}}

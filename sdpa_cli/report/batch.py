@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.framework.causes import CLAIM_STATUSES, claim_coverage, tally
+from sdpa_cli.framework.causes import claim_coverage, counts, tally
 from sdpa_cli.framework.result import AuditEntry, json_header
 from sdpa_cli.report import collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
@@ -144,20 +144,11 @@ def audit_headline(audit: Sequence[AuditEntry]) -> str:
     return text
 
 
-def audit_counts(audit: Sequence[AuditEntry]) -> dict[str, int]:
-    t = tally(audit)
-    return {"own": t.own, "inconsistent": t.inconsistent, "material": t.material,
-            "carried": t.carried, "rounding": t.rounding, "matched": t.matched,
-            "numbers": t.numbers,
-            **{f"claims_{s}": sum(a.kind == "claim" and a.status == s for a in audit)
-               for s in CLAIM_STATUSES}}
-
-
 def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
     doc = {
         **json_header(),
         "passed": all(o.status == "passed" for o in outcomes),
-        "audit": audit_counts([a for o in outcomes for a in _audit_of(o)]),
+        "audit": counts([a for o in outcomes for a in _audit_of(o)]),
         "folder": str(root),
         "counts": {s: sum(o.status == s for o in outcomes) for s in STATUSES}
         | {"kept": sum(o.kept for o in outcomes)},

@@ -66,7 +66,7 @@ def show_listing(entries: Sequence[Listed], fmt: str) -> None:
 def batch_document(results: Sequence[Result], fmt: str) -> str | None:
     """What --all puts on stdout: one document holding every example."""
     if fmt == "json":
-        doc = {**json_header(), "examples": [r.to_json() for r in results],
+        doc = {**json_header(), "examples": [writers.with_counts(r) for r in results],
                "passed": all(r.passed for r in results)}
         return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if fmt == "csv":

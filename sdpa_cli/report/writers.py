@@ -9,12 +9,27 @@ from typing import Any
 
 import yaml
 
+from sdpa_cli.framework.causes import counts
 from sdpa_cli.framework.result import Result, Table
 from sdpa_cli.report.formatting import audit_number, cell, csv_value, number
 
 
+def with_counts(result: Result) -> dict[str, Any]:
+    """results.json's document, its audit counted root errors first just before the audit."""
+    doc = result.to_json()
+    if not result.audit:
+        return doc
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key == "audit":
+            out["audit_counts"] = counts(result.audit)
+        out[key] = value
+    return out
+
+
 def results_json(result: Result) -> str:
-    return json.dumps(result.to_json(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(with_counts(result), indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
 
 
 def table_csv(result: Result) -> str:
