@@ -163,3 +163,12 @@ def test_results_json_counts_root_errors_before_the_audit(happy: Result) -> None
     assert c["numbers"] == sum(a.kind == "number" for a in happy.audit)
     assert c["claims_fails"] + c["claims_holds"] + c["claims_partly"] + \
         c["claims_untested"] == sum(a.kind == "claim" for a in happy.audit)
+
+
+def test_the_same_quantity_at_another_row_is_not_a_restatement() -> None:
+    at1, p1 = _entry("max_prob", "0.40", row={"scale": 1})
+    at5, p5 = _entry("max_prob", "0.90", row={"scale": 5})
+    a1 = compare(at1, p1, "max_prob", 0.455, None, 4, "d.txt")
+    a5 = compare(at5, p5, "max_prob", 0.918, None, 4, "d.txt")
+    out = classify([("", at1, a1), ("", at5, a5)])
+    assert [a.cause for a in out] == ["own", "own"]

@@ -50,8 +50,8 @@ def classify(
 ) -> tuple[AuditEntry, ...]:
     """Each (part, documented entry, audit entry) in document order, with its cause."""
     first: dict[Key, int] = {}
-    for i, (part, _doc, a) in enumerate(pairs):
-        first.setdefault((part, _bare(a.quantity)), i)
+    for i, (part, doc, a) in enumerate(pairs):
+        first.setdefault((part, _bare(a.quantity) + _at(doc)), i)
     out: list[AuditEntry] = []
 
     def printed(key: Key) -> Printed | None:
@@ -72,7 +72,7 @@ def classify(
         return out[i] if i is not None and i < len(out) else None
 
     for i, (part, doc, a) in enumerate(pairs):
-        key = (part, _bare(a.quantity))
+        key = (part, _bare(a.quantity) + _at(doc))
         if a.status != "mismatch":
             out.append(a)
             continue
@@ -136,6 +136,12 @@ def _replay(doc: Documented, key: Key, printed: Callable[[Key], Printed | None],
     if replayer is None:
         return None
     return replayer(key, printed)
+
+
+def _at(doc: Documented) -> str:
+    """The row a table study's entry picks ('' for worked examples): the same quantity at
+    another row is another number, not a restatement."""
+    return "".join(f"@{k}={v}" for k, v in sorted(doc.row.items()))
 
 
 def _bare(quantity: str) -> str:
