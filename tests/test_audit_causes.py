@@ -172,3 +172,12 @@ def test_the_same_quantity_at_another_row_is_not_a_restatement() -> None:
     a5 = compare(at5, p5, "max_prob", 0.918, None, 4, "d.txt")
     out = classify([("", at1, a1), ("", at5, a5)])
     assert [a.cause for a in out] == ["own", "own"]
+
+
+def test_two_specs_auditing_one_printed_line_count_it_once() -> None:
+    doc, p = _entry("probs[0]", "0.30")
+    a = classify([("", doc, compare(doc, p, "probs[0]", 0.25, None, 4, "d.txt"))])[0]
+    other = type(a)(**{**vars(a), "source": "d.txt, the same line as another spec words it"})
+    assert a.cause == "own" and tally([a, other]).own == 1
+    moved = type(a)(**{**vars(a), "printed": "0.31", "documented": 0.31})
+    assert tally([a, moved]).own == 2  # a different printed number is another error

@@ -16,7 +16,7 @@ document draws from it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sdpa_cli.framework.result import AuditEntry
@@ -190,15 +190,26 @@ def tally(audit: Sequence[AuditEntry]) -> Tally:
     """Root errors are counted once per printed line (a printed row is one error), the
     values that inherit them once per number."""
     numbers = [a for a in audit if a.kind == "number"]
-    own = {_line(a) for a in numbers if a.cause == "own"}
-    inconsistent = {_line(a) for a in numbers if a.cause == "inconsistent"}
-    material = {_line(a) for a in numbers if a.is_root and a.material}
+    own = _distinct(a for a in numbers if a.cause == "own")
+    inconsistent = _distinct(a for a in numbers if a.cause == "inconsistent")
+    material = _distinct(a for a in numbers if a.is_root and a.material)
     return Tally(
         own=len(own), inconsistent=len(inconsistent),
         carried=sum(a.cause == "carried" for a in numbers),
         rounding=sum(a.cause == "rounding" for a in numbers),
         material=len(material),
         matched=sum(a.status == "match" for a in numbers), numbers=len(numbers))
+
+
+def _distinct(roots: Iterable[AuditEntry]) -> set[tuple[object, ...]]:
+    """Root errors as printed lines, each counted once: two specs that audit the same printed
+    line of a document (the same numbers printed and computed) count it once."""
+    lines: dict[tuple[str, str], list[AuditEntry]] = {}
+    for a in roots:
+        lines.setdefault(_line(a), []).append(a)
+    return {(key[0].partition(", ")[0], tuple(a.printed for a in items),
+             tuple(None if a.computed is None else float(f"{a.computed:.6g}") for a in items))
+            for key, items in lines.items()}
 
 
 def _line(a: AuditEntry) -> tuple[str, str]:
