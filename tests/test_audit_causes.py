@@ -179,5 +179,6 @@ def test_two_specs_auditing_one_printed_line_count_it_once() -> None:
     a = classify([("", doc, compare(doc, p, "probs[0]", 0.25, None, 4, "d.txt"))])[0]
     other = type(a)(**{**vars(a), "source": "d.txt, the same line as another spec words it"})
     assert a.cause == "own" and tally([a, other]).own == 1
-    moved = type(a)(**{**vars(a), "printed": "0.31", "documented": 0.31})
+    moved = type(a)(**{**vars(a), "printed": "0.31", "documented": 0.31,
+                       "source": "d.txt, a third place"})
     assert tally([a, moved]).own == 2  # a different printed number is another error
