@@ -87,19 +87,30 @@ def _claims(items: Sequence[Entry]) -> str:
              for a in e.result.audit if a.kind == "claim"]
     if not found:
         return ""
-    found.sort(key=lambda ea: _CLAIM_ORDER.get(ea[1].status, 9))
+    found.sort(key=lambda ea: (_CLAIM_ORDER.get(ea[1].status, 9), _document(ea[1])))
     tint = {"fails": "mismatch", "partly": "accepted"}
-    rows = "".join(
-        f'<tr class="{tint.get(a.status, "")}">'
-        f'<td class="text"><span class="status claim-{a.status}">{_e(a.status)}</span></td>'
-        f'<td class="text">{_e(_document(a))}</td><td class="text">{_e(a.quantity)}</td>'
-        f'<td class="text">{_e(a.measurement or a.reason or "")}</td>'
-        f'<td class="text">{_link(e)}</td></tr>' for e, a in found)
-    return ("<h3>The documents' claims</h3>"
-            '<table><thead><tr><th class="text">verdict</th><th class="text">document</th>'
-            '<th class="text">claim (in sdpa\'s words)</th><th class="text">measurement or '
-            'reason</th><th class="text">experiment</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>")
+
+    def table(pairs: list[tuple[Entry, AuditEntry]]) -> str:
+        rows = "".join(
+            f'<tr class="{tint.get(a.status, "")}">'
+            f'<td class="text"><span class="status claim-{a.status}">{_e(a.status)}</span>'
+            f'</td><td class="text">{_e(_document(a))}</td>'
+            f'<td class="text">{_e(a.quantity)}</td>'
+            f'<td class="text">{_e(a.measurement or a.reason or "")}</td>'
+            f'<td class="text">{_link(e)}</td></tr>' for e, a in pairs)
+        return ('<table><thead><tr><th class="text">verdict</th><th class="text">document'
+                '</th><th class="text">claim (in sdpa\'s words)</th><th class="text">'
+                'measurement or reason</th><th class="text">experiment</th></tr></thead>'
+                f"<tbody>{rows}</tbody></table>")
+
+    # what fails or holds only partly is open; what holds or is untested is one click away
+    open_ = [(e, a) for e, a in found if a.status in ("fails", "partly")]
+    rest = [(e, a) for e, a in found if a.status not in ("fails", "partly")]
+    out = "<h3>The documents' claims</h3>" + (table(open_) if open_ else "")
+    if rest:
+        out += (f"<details><summary>{len(rest)} more: the claims that hold and those no "
+                f"study here can test</summary>{table(rest)}</details>")
+    return out
 
 
 def findings_summary(items: Sequence[Entry]) -> str:

@@ -53,8 +53,9 @@ def _sweep(rows: Sequence[Row], key: str, what: str, axis: str, axis_name: str,
         if m.word == "is nearly level":
             text = (f"{name}: {what} is nearly level ({m.percent} from {span}: "
                     f"{_num(a[key])} → {_num(b[key])})")
-            if movers:
-                other, oa, ob, om = max(movers, key=lambda x: abs(x[3].relative))
+            if movers:  # the unscaled rule is the contrast a reader expects, when it moves
+                other, oa, ob, om = max(movers, key=lambda x: (x[0].startswith("none"),
+                                                               abs(x[3].relative)))
                 text += f", where {other} {om.word} {_num(oa[key])} → {_num(ob[key])}"
             out.append(text + ".")
         else:
