@@ -207,7 +207,7 @@ def _distinct(roots: Iterable[AuditEntry]) -> set[tuple[object, ...]]:
     lines: dict[tuple[str, str], list[AuditEntry]] = {}
     for a in roots:
         lines.setdefault(_line(a), []).append(a)
-    return {(key[0].partition(", ")[0], tuple(a.printed for a in items),
+    return {(key[0].partition(", ")[0], tuple(a.documented for a in items),
              tuple(None if a.computed is None else float(f"{a.computed:.6g}") for a in items))
             for key, items in lines.items()}
 
