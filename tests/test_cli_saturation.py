@@ -252,8 +252,9 @@ def test_shipped_specs_pass_their_checks(sdpa, spec_file):
     assert doc["source"].split(",")[0] == "001_409455fed8d25d77.txt"
     assert doc["title"] and doc["spec"]["description"]
     audited = spec_file.stem in PUBLISHED or spec_file.stem not in MONTE_CARLO | ISSUE_15
-    assert audited == bool(doc["audit"])
-    for entry in doc["audit"] if spec_file.stem in PUBLISHED else ():
+    numbers = [a for a in doc["audit"] if a["kind"] == "number"]  # claims are judged apart
+    assert audited == bool(numbers)
+    for entry in numbers if spec_file.stem in PUBLISHED else ():
         assert not entry["source"].startswith("001_"), entry  # names the publication
 
 

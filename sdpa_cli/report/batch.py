@@ -180,6 +180,7 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
     if audit:  # the documents' root errors and the claims' coverage lead
         con.print(Text(audit_headline(audit), style="bold"))
     table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold")
+    # root errors: printed lines wrong on their own or inconsistent (+ the values inheriting)
     for header in ("experiment", "study", "status", "checks", "root errors", "seconds"):
         table.add_column(header, justify="right" if header in ("seconds",) else "left")
     for o in outcomes:
@@ -189,7 +190,7 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
         style = {"passed": "green", "failed": "red", "error": "bold red"}.get(o.status, "dim")
         status = Text(o.status + (" (unchanged, kept)" if o.kept else ""), style=style)
         table.add_row(_name(o), o.planned.spec.study, status, checks,
-                      f"{roots} (+{heirs} inherit)" if heirs else str(roots),
+                      f"{roots} (+{heirs})" if heirs else str(roots),
                       f"{o.seconds:.1f}")
     con.print(table)
     for o in outcomes:
