@@ -99,7 +99,7 @@ def test_money_bank_inconsistency_and_carried_variance() -> None:
     e = [math.exp(8), math.exp(5), math.exp(8)]
     assert e[0] / sum(e) == pytest.approx(0.48786, abs=1e-5)
     assert any(a.material and "0.488" in a.material for a in table)
-    var = [a for a in r.audit if "Variance ≈ 2.30" in a.source][0]
+    var = next(a for a in r.audit if "Variance ≈ 2.30" in a.source)
     assert var.cause == "carried" and var.replayed == pytest.approx(6.89 / 3)
     assert var.from_ and "6.89" in var.from_
 

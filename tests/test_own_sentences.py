@@ -99,6 +99,9 @@ def test_vanishing_gradient_verdict_names_the_frozen_rows() -> None:
     assert "does not hold for the mean here" in text
     assert "64% of the score rows are frozen at d_k = 1024, and their gradient does vanish" \
         in text
+    rows[1]["starved_share"] = 0.55
+    text = " ".join(gradients.findings(spec, rows, []))
+    assert "(55% of the query rows get less than 1% of the ÷√d_k median row gradient" in text
 
 
 def test_statements_at_the_strength_of_their_evidence() -> None:
@@ -110,6 +113,7 @@ def test_statements_at_the_strength_of_their_evidence() -> None:
     assert "÷d is stable for aligned queries only" in readme
     assert "the failure is not a vanishing gradient at initialisation" not in readme
     assert "a total can hide frozen query rows" in readme
+    assert "rules out a vanishing total, not vanishing rows" in readme
     assert not re.search(r"Jacobian vanishes on both sides", readme)
     assert "not zero at fixed n" in readme
     assert "vanishes on both sides" not in jac

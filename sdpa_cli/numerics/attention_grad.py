@@ -41,6 +41,7 @@ class AttentionGrads:
     dWQ: np.ndarray
     dWK: np.ndarray
     dWV: np.ndarray
+    dQ: np.ndarray | None = None  # ∂L/∂Q, one row per query: dWQ = Σ_i x_iᵀ dQ_i
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def backward(cache: Cache, dO: np.ndarray, *, input_grad: bool = True) -> Attent
     dX = None
     if input_grad:
         dX = _sum_to(dQ @ _t(c.WQ) + dK @ _t(c.WK) + dV @ _t(c.WV), c.X.shape)
-    return AttentionGrads(dX=dX, dWQ=dWQ, dWK=dWK, dWV=dWV)
+    return AttentionGrads(dX=dX, dWQ=dWQ, dWK=dWK, dWV=dWV, dQ=dQ)
 
 
 def frobenius(a: np.ndarray, batch_dims: int) -> np.ndarray:

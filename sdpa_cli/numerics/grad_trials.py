@@ -10,6 +10,10 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, backward, forward, frobenius
+from sdpa_cli.numerics.scaling import Scaling
+
+# A query row is starved when its part of ∂L/∂W_Q is below this share of the ÷√d_k median.
+STARVED_BELOW = 0.01
 
 # Floats one block may hold at once (16 MB; larger blocks measured no faster); the block
 # size follows from the layer's shape alone, so it never depends on the number of threads.
@@ -58,10 +62,13 @@ class TrialValues:
     frozen: np.ndarray  # share of this trial's score rows with ‖J‖_F < FROZEN_BELOW
     score_ms: np.ndarray  # mean of s² over the unmasked scores s (after the rule)
     score_mean: np.ndarray  # mean of s over the unmasked scores
+    # share of this trial's query rows whose own part of ∂L/∂W_Q, ‖x_i‖·‖∂L/∂q_i‖, is below
+    # STARVED_BELOW × the median row part under ÷√d_k on the same draws
+    starved: np.ndarray
 
     @staticmethod
     def join(parts: Sequence[TrialValues]) -> TrialValues:
-        names = ("wq", "wk", "wv", "x", "frozen", "score_ms", "score_mean")
+        names = ("wq", "wk", "wv", "x", "frozen", "score_ms", "score_mean", "starved")
         return TrialValues(**{k: np.concatenate([getattr(p, k) for p in parts])
                               for k in names})
 
@@ -87,10 +94,24 @@ def trial_values(draws: tuple[np.ndarray, ...], layer: Layer,
     compared on identical inputs)."""
     X, WQ, WK, WV, G = draws
     projected = (X @ WQ, X @ WK, X @ WV)
-    out = []
-    for rule in rules:
+    x_norm = np.linalg.norm(X, axis=-1)
+
+    def row_parts(g: Any) -> np.ndarray:
+        """‖x_i‖·‖∂L/∂q_i‖: the Frobenius norm of query row i's outer product in ∂L/∂W_Q."""
+        return np.asarray(x_norm * np.linalg.norm(np.asarray(g.dQ), axis=-1))
+
+    def run(rule: Any) -> tuple[Any, Any]:
         _, cache = forward(X, WQ, WK, WV, rule, causal=layer.causal, projected=projected)
-        g = backward(cache, G)
+        return cache, backward(cache, G)
+
+    # the bar for a starved row: a share of the ÷√d_k rule's median row part, same draws
+    sqrt = next((i for i, r in enumerate(rules) if _is_sqrt(r)), None)
+    done = {sqrt: run(rules[sqrt])} if sqrt is not None else {}
+    ref = row_parts((done[sqrt] if sqrt is not None else run(Scaling.parse("sqrt")))[1])
+    bar = STARVED_BELOW * np.median(ref, axis=-1, keepdims=True)
+    out = []
+    for i, rule in enumerate(rules):
+        cache, g = done[i] if i in done else run(rule)
         seen = np.isfinite(cache.S)
         count = seen.sum(axis=(-1, -2))
         s = np.where(seen, cache.S, 0.0)
@@ -99,8 +120,14 @@ def trial_values(draws: tuple[np.ndarray, ...], layer: Layer,
             wq=frobenius(g.dWQ, 1), wk=frobenius(g.dWK, 1), wv=frobenius(g.dWV, 1),
             x=frobenius(np.asarray(g.dX), 1), frozen=frozen,
             score_ms=(s * s).sum(axis=(-1, -2)) / count, score_mean=s.sum(axis=(-1, -2)) / count,
+            starved=(row_parts(g) < bar).mean(axis=-1),
         ))
     return out
+
+
+def _is_sqrt(rule: Any) -> bool:
+    """The plain ÷√d_k rule (the reference for starved rows)."""
+    return bool(getattr(rule, "label", "") == "sqrt")
 
 
 def score_moments(layer: Layer, factor: float) -> tuple[float, float]:

@@ -60,6 +60,9 @@ class GradientRow:
     grad_x_median: float | None
     frozen_share: float  # share of score rows with softmax ‖J‖_F < 1e-3, all trials
     frozen_share_se: float  # se over trials (each trial's share is one draw)
+    # share of query rows whose part of ∂L/∂W_Q is below 1% of the ÷√d_k median row part
+    starved_share: float
+    starved_share_se: float
     score_std: float | None  # std of the unmasked scores after the rule, pooled
     theory_score_std: float | None  # exact, for rules without normalisation or cap
     score_ms: float | None  # mean of s² (unmasked scores), averaged over trials
@@ -77,6 +80,7 @@ COLUMNS = (
     Column("scaling", "scaling", "text", priority=0),
     Column("score_std", "score sd", priority=1),
     Column("frozen_share", "frozen rows", priority=1),
+    Column("starved_share", "starved rows", priority=2),
     Column("grad_wq_mean", "‖∂W_Q‖ mean", priority=0),
     Column("grad_wq_median", "‖∂W_Q‖ median", priority=0),
     Column("grad_wq_se", "se", "e", priority=3),
@@ -184,6 +188,8 @@ def _row(spec: GradientsSpec, d: int, rule: Any, v: TrialValues) -> GradientRow:
         grad_x_mean=stats["x"][0], grad_x_se=stats["x"][1], grad_x_median=stats["x"][2],
         frozen_share=float(v.frozen.mean()),
         frozen_share_se=float(v.frozen.std(ddof=1) / math.sqrt(n)),
+        starved_share=float(v.starved.mean()),
+        starved_share_se=float(v.starved.std(ddof=1) / math.sqrt(n)),
         score_std=_finite(math.sqrt(max(ms - mean * mean, 0.0))),
         theory_score_std=_finite(math.sqrt(t_ms - t_mean * t_mean)) if exact else None,
         score_ms=_finite(ms),
@@ -256,10 +262,14 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
     if lo != hi and raw and raw[0]["grad_wq_mean"] and raw[-1]["grad_wq_mean"] is not None:
         grows = raw[-1]["grad_wq_mean"] >= raw[0]["grad_wq_mean"]
         frozen = raw[-1]["frozen_share"]
+        starved = raw[-1].get("starved_share")
         # The mean is one number over all query rows: with rows frozen it says nothing of
         # them, so the verdict names both (issue 28: a statement at its evidence's strength).
         rows_note = (f"; {frozen:.0%} of the score rows are frozen at d_k = {hi}, and their "
                      "gradient does vanish" if frozen and frozen >= 0.01 else "")
+        if rows_note and starved is not None:
+            rows_note += (f" ({starved:.0%} of the query rows get less than 1% of the ÷√d_k "
+                          "median row gradient on W_Q)")
         out.append(
             "The documents' claim that unscaled scores make the gradients vanish as d_k grows "
             + (f"does not hold for the mean here: the mean unscaled gradient on W_Q grows with "
