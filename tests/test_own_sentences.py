@@ -20,6 +20,7 @@ from sdpa_cli.studies.gradients import run as gradients
 from sdpa_cli.studies.gradients.theory import slope_checks, slope_rows
 from sdpa_cli.studies.saturation import score_findings
 from sdpa_cli.studies.saturation.score_text import theory_lines
+from sdpa_cli.studies.train.findings import claim_status
 from sdpa_cli.studies.variance import run as variance
 
 
@@ -123,5 +124,4 @@ def test_statements_at_the_strength_of_their_evidence() -> None:
     ("holds", "holds"), ("holds for sgd only", "partly"), ("fails somewhere", "fails"),
     ("not tested", "untested"), ("holds as 'trains worse' (stalls)", "partly")])
 def test_train_claim_rows_map_to_audit_statuses(verdict: str, status: str) -> None:
-    from sdpa_cli.studies.train.findings import claim_status
     assert claim_status(verdict) == status
