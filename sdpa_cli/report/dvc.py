@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from sdpa_cli.framework.causes import counts
 from sdpa_cli.framework.result import Result, clean
 
 
@@ -48,9 +49,11 @@ def metrics(result: Result) -> dict[str, float | int]:
         "passed": int(result.passed),
         "checks_passed": sum(c.passed for c in result.checks),
         "checks_total": len(result.checks),
-        "audit_total": len(result.audit),
+        "audit_total": sum(a.kind == "number" for a in result.audit),
         "audit_unaccepted": unaccepted,
     }
+    if result.audit:  # root errors first, and the claims' verdicts (issue 28)
+        out.update({f"audit_{k}": v for k, v in counts(result.audit).items()})
     tables = [("rows", result.table.rows), *((t.name, t.rows) for t in result.tables)]
     for name, rows in tables:
         for i, row in enumerate(rows):
