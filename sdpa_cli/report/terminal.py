@@ -83,49 +83,62 @@ def show_audit(con: Console, entries: Sequence[AuditEntry]) -> None:
                         if "." in a.source.partition(", ")[0]})
         if len(files) == 1:
             con.print(Text(f"  in {files[0]}", style="dim"))
+    grid = RichTable(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for roots, heirs in grouped(numbers):
         first = roots[0]
         name = first.quantity.split("[", 1)[0] if len(roots) > 1 else first.quantity
         printed = " ".join(a.printed for a in roots)
         computed = " ".join(plain(a.computed, whole=True) if a.computed is not None else "-"
                             for a in roots)
-        con.print(Text.assemble(
-            (f"  {first.cause} ", "bold red" if not first.accepted else "yellow"),
-            f"{_where(first)}: {name} printed {printed}, computed {computed}"))
+        text = Text(f"{_where(first)}: {name} printed {printed}, computed {computed}")
         if first.material:
-            con.print(Text(f"      material: changes {first.material}", style="yellow"))
+            text.append(f"\nmaterial: changes {first.material}", style="yellow")
         why = first.note or first.accepted
         if why:
-            con.print(Text(f"      {why}", style="dim"))
+            text.append(f"\n{why}", style="dim")
         if heirs:
-            con.print(Text(f"      inherited by {len(heirs)} value"
-                           f"{'s' if len(heirs) != 1 else ''}: {_places(heirs)}", style="dim"))
+            text.append(f"\ninherited by {len(heirs)} value{'s' if len(heirs) != 1 else ''}: "
+                        f"{_places(heirs)}", style="dim")
+        grid.add_row(Text(f"  {first.cause}", style="bold red" if not first.accepted
+                          else "yellow"), text)
     rounding = [a for a in numbers if a.cause == "rounding"]
     if rounding:
-        con.print(Text(f"  rounding only ({len(rounding)}: right for the printed inputs): "
-                       f"{_places(rounding)}", style="dim"))
-    loose = [a for a in numbers if a.cause == "carried" and not any(
-        a in heirs for _, heirs in grouped(numbers))]
-    for a in loose:
-        con.print(Text(f"  carried {_where(a)}: {a.quantity} from {a.from_}", style="dim"))
+        grid.add_row(Text("  rounding", style="dim"),
+                     Text(f"{len(rounding)} right for their rounded printed inputs: "
+                          f"{_places(rounding)}", style="dim"))
+    in_groups = {id(h) for _, heirs in grouped(numbers) for h in heirs}
+    for a in numbers:
+        if a.cause == "carried" and id(a) not in in_groups:
+            grid.add_row(Text("  carried", style="dim"),
+                         Text(f"{_where(a)}: {a.quantity} from {a.from_}", style="dim"))
     matched = sum(a.status == "match" for a in numbers)
     if matched:
-        con.print(Text(f"  {matched} printed number{'s' if matched != 1 else ''} match "
-                       "(every entry in table.md and results.json)", style="dim"))
+        grid.add_row(Text("  match", style="green"),
+                     Text(f"{matched} printed number{'s' if matched != 1 else ''} (every "
+                          "entry in table.md and results.json)", style="dim"))
+    if grid.row_count:
+        con.print(grid)
     claims = [a for a in entries if a.kind == "claim"]
     if claims:
         show_claims(con, claims)
 
 
 def show_claims(con: Console, claims: Sequence[AuditEntry]) -> None:
-    """Each claim of a document this run judges: its verdict and the measurement."""
+    """Each claim of a document this run judges: its verdict, where, and the measurement (or
+    why untested), wrapped under the claim rather than under the verdict."""
     con.print(Text(f"claims: {claim_coverage(claims)}", style="bold"))
     style = {"holds": "green", "partly": "yellow", "fails": "bold red", "untested": "dim"}
+    grid = RichTable(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for a in claims:
         why = a.measurement if a.status != "untested" else f"untested: {a.reason}"
-        con.print(Text.assemble((f"  {a.status:<8} ", style.get(a.status, "")),
-                                (f"{a.quantity} ({a.source})", ""),
-                                (f"\n           {why}", "dim")))
+        grid.add_row(Text(a.status, style=style.get(a.status, "")),
+                     Text.assemble(a.quantity, (f" ({_where(a)})", "dim"), "\n",
+                                   (why or "", "dim")))
+    con.print(grid)
 
 
 def show_table(con: Console, table: Table, *, wide: bool = False, heading: str = "") -> None:
