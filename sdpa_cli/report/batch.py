@@ -55,10 +55,10 @@ def index_md(items: Sequence[Entry]) -> str:
         for e in group:
             r = e.result
             checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)} checks" if r else ""
-            bad, ok = provenance.findings(r)
-            facts = ", ".join(x for x in (e.status, checks,
-                                          f"{bad} mismatched ({ok} accepted)" if bad else "")
-                              if x)
+            roots, heirs = provenance.root_errors(r)
+            errors = (f"{roots} root error{'s' if roots != 1 else ''}"
+                      + (f" (+{heirs} inherited)" if heirs else "")) if roots else ""
+            facts = ", ".join(x for x in (e.status, checks, errors) if x)
             lines.append(f"  - [{_md(e.title or e.name)}](#{e.anchor}) ({facts})")
     s = provenance.audit_summary(items)
     every = [a for e in items if e.result is not None for a in e.result.audit]

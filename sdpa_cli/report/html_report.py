@@ -206,8 +206,9 @@ def _contents(items: Sequence[Entry]) -> str:
     for key, heading, group in by_document(items):
         out.append(f'<li class="doc"><a href="#{key}">{_e(heading)}</a><ol>')
         for e in group:
-            bad, ok = provenance.findings(e.result)
-            extra = f" · {bad} mismatched ({ok} accepted)" if bad else ""
+            roots, heirs = provenance.root_errors(e.result)
+            extra = (f" · {roots} root error{'s' if roots != 1 else ''}"
+                     + (f" (+{heirs} inherited)" if heirs else "") if roots else "")
             out.append(f'<li><a href="#{e.anchor}">{_e(e.title or e.name)}</a> '
                        f'<span class="status {e.status}">{_e(e.status)}</span>{_e(extra)}</li>')
         out.append("</ol></li>")
