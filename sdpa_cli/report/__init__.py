@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdpa_cli.errors import RunError
-from sdpa_cli.framework.context import RunContext
-from sdpa_cli.framework.result import Result
 from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.report import dvc, manifest, unchanged, writers
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
+from sdpa_cli.framework.context import RunContext
+from sdpa_cli.framework.result import Result
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
-from sdpa_cli.framework.audit import split_quantity
-from sdpa_cli.framework.result import AuditEntry
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.unchanged import recorded
 from sdpa_cli.spec import yamlio
+from sdpa_cli.framework.audit import split_quantity
+from sdpa_cli.framework.result import AuditEntry
 
 
 @dataclass(frozen=True)

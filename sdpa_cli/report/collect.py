@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli.documents import DOCUMENTS, document_of, place
-from sdpa_cli.framework.result import Result
 from sdpa_cli.report.manifest import load_json
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.runfolder import MARKER
+from sdpa_cli.framework.result import Result
 
 RESULTS = "results.json"
 # The first line of every index.md sdpa writes: how a study command recognises a batch

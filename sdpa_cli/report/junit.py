@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sdpa_cli.framework.result import AuditEntry
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.unchanged import recorded
+from sdpa_cli.framework.result import AuditEntry
 
 # XML 1.0 cannot hold most control characters, even escaped: a detail must not break the file.
 _BAD_XML = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32)], "?")

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from sdpa_cli.framework.result import Figure
 from sdpa_cli.report.figures import style
+from sdpa_cli.framework.result import Figure
 
 PANELS = (("wq", "‖∂L/∂W_Q‖_F"), ("wk", "‖∂L/∂W_K‖_F"), ("wv", "‖∂L/∂W_V‖_F"),
           ("x", "‖∂L/∂X‖_F"))
