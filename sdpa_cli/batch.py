@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import executors, paths, process, registry, report, selection, spec
+from sdpa_cli import executors, paths, process, loader, registry, report, selection
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -64,7 +64,7 @@ def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
     loaded, problems = [], []
     for f in files:
         try:
-            s = spec.load(f, study=None)
+            s = loader.load(f, study=None)
             registry.check_documented(s, str(f))
             loaded.append((f, s))
         except InputError as e:
@@ -101,6 +101,7 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     try:
         started, result = computed.result() if computed is not None else compute(p, settings)
         folder = report.write_run(result, settings, target=p.target, argv=argv,
+                                  renderer=registry.get(p.spec.study).renderer,
                                   started=started, input_spec=p.spec.model_dump(mode="json"),
                                   ) if settings.write else None
     except SchedulerLost:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sdpa_cli import executors, registry
-from sdpa_cli import spec as spec_mod
+from sdpa_cli import loader as spec_mod
 from sdpa_cli.errors import InputError, SchedulerLost
 from sdpa_cli.numerics.engine import simulate_dots
 from sdpa_cli.numerics.sampling import PairLaw

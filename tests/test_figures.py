@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from sdpa_cli import registry
-from sdpa_cli import spec as specs
+from sdpa_cli import loader as specs
 from sdpa_cli.report import figures
 from sdpa_cli.report.figures import style
 from sdpa_cli.framework.context import SERIAL

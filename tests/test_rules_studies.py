@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sdpa_cli import registry
-from sdpa_cli import spec as spec_mod
+from sdpa_cli import loader as spec_mod
 from sdpa_cli.errors import InputError
 from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.scaling import Scaling

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdpa_cli import registry
-from sdpa_cli import spec as spec_mod
+from sdpa_cli import loader as spec_mod
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.softmax import jacobian
 from sdpa_cli.framework.context import RunContext

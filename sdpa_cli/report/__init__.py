@@ -14,15 +14,19 @@ from typing import TYPE_CHECKING, Any
 from sdpa_cli.errors import RunError
 from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.report import dvc, manifest, unchanged, writers
+from sdpa_cli.report.figures import render
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import Result
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from sdpa_cli.report.outcomes import Outcome
+
+    # Figure.kind → the function that draws it (Study.renderer)
+    Renderers = Callable[[str], Callable[[Any], Any]]
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,11 @@ def _final(tmp_file: Path) -> Path:
 
 
 def write_run(result: Result, settings: Settings, *, target: Path, argv: list[str],
-              started: float, input_spec: Mapping[str, Any] | None = None) -> Path:
+              started: float, input_spec: Mapping[str, Any] | None = None,
+              renderer: Renderers | None = None) -> Path:
     """Build the whole run folder beside `target`, then swap it in at once. `input_spec`
-    (the validated spec the study ran) lets a later `sdpa run` keep the folder unchanged."""
+    (the validated spec the study ran) lets a later `sdpa run` keep the folder unchanged;
+    `renderer` gives the drawing function of each figure kind (the study's declaration)."""
     folder = RunFolder(target)
     pictures = figure_files(result, settings)
     with folder as tmp:
@@ -101,12 +107,12 @@ def write_run(result: Result, settings: Settings, *, target: Path, argv: list[st
             _write(tmp / "metrics.json", dvc.metrics_json(result)),
         ]
         if settings.plots and result.figures:
-            from sdpa_cli.report.figures import render
-
+            if renderer is None:
+                raise RunError(f"{result.study}: no renderer was given for its figures")
             for figure in result.figures:
                 try:
-                    files.extend(render(figure, tmp, study=result.study, svg=settings.svg,
-                                        dpi=settings.dpi))
+                    files.extend(render(figure, tmp, draw=renderer(figure.kind),
+                                        svg=settings.svg, dpi=settings.dpi))
                 except OSError as e:
                     raise RunError(f"cannot write figure {figure.name}.png for {target}: "
                                    f"{e.strerror or e}; the previous run folder, if any, is "

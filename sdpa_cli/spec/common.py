@@ -85,9 +85,10 @@ ScalingField = Annotated[
 ]
 
 
-def scalings(*labels: str) -> Any:
+def scalings(*labels: str, description: str | None = None) -> Any:
     """A default list of scaling rules (defaults are not validated, so parse them here)."""
-    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1)
+    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1,
+                 description=description)
 
 
 # --- printed numbers ------------------------------------------------------------------------

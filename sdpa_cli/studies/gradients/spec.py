@@ -22,16 +22,33 @@ class GradientsSpec(SpecBase):
     """Gradients of a random upstream loss through one attention layer, per (d_k, rule)."""
 
     study: Literal["gradients"] = "gradients"
-    dims: list[PosInt] = Field(default_factory=lambda: list(DEFAULT_DIMS), min_length=1)  # d_k
-    d_model: PosInt = Field(64, le=MAX_WIDTH)  # width of X and the rows of every W
-    keys: Int = Field(16, ge=2, le=MAX_KEYS)  # n: sequence length (queries = keys = n)
-    d_v: PosInt | None = Field(None, le=MAX_WIDTH)  # value width; default d_v = d_k per row
-    trials: Int = Field(200, ge=2, le=10**6)  # independent draws of X, weights and G per d_k
-    scalings: list[ScalingField] = scalings("none", "sqrt", "linear")
-    init_std: Float = Field(1.0, gt=0, le=1e6)  # σ_w: weights iid N(0, σ_w²/d_model)
-    alignment: Float = Field(0.0, ge=0.0, le=1.0)  # a: W_K = a·W_Q + √(1−a²)·W'
-    causal: bool = False  # query i sees keys 0…i
-    se_tolerance: Float = Field(4.0, gt=0)  # a score check passes when |z| ≤ this
+    dims: list[PosInt] = Field(
+        default_factory=lambda: list(DEFAULT_DIMS), min_length=1,
+        description="d_k values (default 16 64 256 1024).")
+    # width of X and the rows of every W
+    d_model: PosInt = Field(
+        64, le=MAX_WIDTH,
+        description="Width of X and of the weights' rows (default 64).")
+    # n: sequence length (queries = keys = n)
+    keys: Int = Field(16, ge=2, le=MAX_KEYS, description="Sequence length n (default 16).")
+    # value width; default d_v = d_k per row
+    d_v: PosInt | None = Field(None, le=MAX_WIDTH, description="Value width (default: d_v = d_k).")
+    # independent draws of X, weights and G per d_k
+    trials: Int = Field(200, ge=2, le=10**6, description="Independent draws per d_k (default 200).")
+    scalings: list[ScalingField] = scalings(
+        "none", "sqrt", "linear",
+        description=("none sqrt linear temperature:T power:P cosine[:TAU] … (default none sqrt "
+                     "linear)."))
+    init_std: Float = Field(
+        1.0, gt=0, le=1e6,
+        description="σ_w: weights iid N(0, σ_w²/d_model) (default 1).")
+    # a: W_K = a·W_Q + √(1−a²)·W'
+    alignment: Float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="W_K = A·W_Q + √(1−A²)·W', A in [0, 1] (default 0).")
+    causal: bool = Field(False, description="true: query i sees keys 0…i (default false).")
+    # a score check passes when |z| ≤ this
+    se_tolerance: Float = Field(4.0, gt=0, description="A check passes when |z| ≤ K (default 4).")
 
     def layer(self, d_k: int) -> Layer:
         return Layer(d_model=self.d_model, d_k=d_k, d_v=self.d_v or d_k, n=self.keys,
@@ -56,7 +73,7 @@ class GradientsSpec(SpecBase):
 
 def cost(spec: GradientsSpec) -> limits.Cost:
     """Work (multiply-adds and draws), peak memory and output of a gradients spec
-    (registry.Study.limits; spec.load refuses a spec over any budget)."""
+    (its Study.cost; spec.load refuses a spec over any budget)."""
     limits.check_factors(spec.scalings, spec.dims, spec.keys)
     rules = len(spec.scalings)
     layers = [spec.layer(d) for d in spec.dims]

@@ -16,7 +16,7 @@ from sdpa_cli.studies.saturation import gauss_slopes
 from sdpa_cli.studies.saturation import keys_axis
 from sdpa_cli.studies.saturation import score_findings
 from sdpa_cli.studies.saturation import score_text
-from sdpa_cli.studies.jacobian.run import peaks as peaks_of
+from sdpa_cli.studies.jacobian import peaks as peaks_of
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws

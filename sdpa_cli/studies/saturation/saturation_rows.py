@@ -296,3 +296,10 @@ class GaussSlopeRow:
     theory_slope: float | None  # fixed s, n → ∞
     agrees: bool | None  # exact_slope within k se of the fit
     theory_basis: str
+
+
+# The row types each study's tables hold (its declaration names them).
+SWEEP_ROWS = (SweepExplicitRow, SweepVectorRow, SweepGaussianRow, LeadingRow, SlopeRow,
+              KeySlopeRow, GaussSlopeRow)
+JACOBIAN_ROWS = (JacobianExplicitRow, JacobianVectorRow, JacobianGaussianRow, PeakRow,
+                 LeadingRow, SlopeRow, KeySlopeRow, GaussSlopeRow)

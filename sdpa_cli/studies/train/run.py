@@ -16,7 +16,7 @@ from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.train.spec import TrainSpec
-from sdpa_cli.studies.train.run import findings
+from sdpa_cli.studies.train import findings
 from sdpa_cli.framework.audit import selector_problem
 from sdpa_cli.framework.common import assemble, finite
 from sdpa_cli.framework.context import SERIAL, RunContext

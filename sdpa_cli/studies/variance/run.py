@@ -12,7 +12,7 @@ from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.variance.spec import VarianceSpec
-from sdpa_cli.studies.variance.run import figure_data as variance_figures
+from sdpa_cli.studies.variance import figure_data as variance_figures
 from sdpa_cli.framework.audit import (
     Lookup,
     find_rows,

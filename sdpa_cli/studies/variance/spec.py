@@ -24,13 +24,25 @@ DEFAULT_DIMS = (3, 100, 1000)  # the Day-74 experiment
 class VectorLawFields(SpecBase):
     """How queries and keys are drawn; shared by the studies that draw random vectors."""
 
-    distribution: Literal["normal", "uniform", "rademacher", "sphere"] = "normal"
-    mean: Float = 0.0  # mean of every component
-    std: Float = Field(1.0, gt=0, le=1e150)  # standard deviation of every component
-    correlation: Float = Field(0.0, ge=-1.0, le=1.0)  # corr(q_i, k_i)
-    d_model: PosInt | None = None  # with heads: d_k = d_model / heads
-    heads: PosInt | None = None
-    method: Literal["direct", "exact"] = "direct"  # exact: q·k from its law, O(1) per pair
+    distribution: Literal["normal", "uniform", "rademacher", "sphere"] = Field(
+        "normal",
+        description="normal | uniform | rademacher | sphere (unit vectors).")
+    # mean of every component
+    mean: Float = Field(0.0, description="Mean of each component (default 0).")
+    # standard deviation of every component
+    std: Float = Field(
+        1.0, gt=0, le=1e150,
+        description="Standard deviation of each component (default 1).")
+    correlation: Float = Field(
+        0.0, ge=-1.0, le=1.0,
+        description="corr(q_i, k_i) in [-1, 1] (default 0).")
+    # with heads: d_k = d_model / heads
+    d_model: PosInt | None = Field(None, description="Model width; with --heads gives d_k.")
+    heads: PosInt | None = Field(None, description="Number of heads; d_k = d_model / heads.")
+    # exact: q·k from its law, O(1) per pair
+    method: Literal["direct", "exact"] = Field(
+        "direct",
+        description="direct (default) | exact (normal, sphere).")
 
     # Largest |mean/std| the study computes exactly (it centres q·k, so only the ratio's own
     # float64 range limits it); studies that form QKᵀ directly lower it.
@@ -78,11 +90,18 @@ class VarianceSpec(VectorLawFields):
     """Dot-product variance versus dimension."""
 
     study: Literal["variance"] = "variance"
-    dims: list[PosInt] | None = Field(None, min_length=1)  # default 3, 100, 1000
-    pairs: Int = Field(1000, ge=2)  # (q, k) pairs per dimension
-    scalings: list[ScalingField] = scalings("none", "sqrt")
-    bins: Int = Field(50, ge=1, le=1000)  # histogram bins in the figures
-    se_tolerance: Float = Field(4.0, gt=0)  # a check passes when |z| ≤ this
+    # default 3, 100, 1000
+    dims: list[PosInt] | None = Field(
+        None, min_length=1,
+        description="Dimensions to sample (default 3 100 1000).")
+    pairs: Int = Field(1000, ge=2, description="(q, k) pairs per dimension (default 1000).")
+    scalings: list[ScalingField] = scalings(
+        "none", "sqrt",
+        description=("none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] (default none "
+                     "sqrt)."))
+    bins: Int = Field(50, ge=1, le=1000, description="Histogram bins in the figures (default 50).")
+    # a check passes when |z| ≤ this
+    se_tolerance: Float = Field(4.0, gt=0, description="A check passes when |z| ≤ K (default 4).")
 
     @property
     def dim_list(self) -> list[int]:

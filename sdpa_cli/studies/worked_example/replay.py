@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.studies.worked_example.spec import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
+from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.audit import audit_check, run_audit
 from sdpa_cli.framework.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
 from sdpa_cli.studies.worked_example.reconcile import (
@@ -29,9 +30,9 @@ from sdpa_cli.studies.worked_example.steps import COLUMNS, PartRun
 __all__ = ["documented_problem", "run"]
 
 
-def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
-    """Replay every part, audit every documented number; `workers` is unused (tiny work)."""
-    del workers
+def run(spec: WorkedExampleSpec, ctx: RunContext = SERIAL) -> Result:
+    """Replay every part, audit every documented number (tiny exact work: ctx is unused)."""
+    del ctx
     runs = runs_for(spec)
     audit: list[AuditEntry] = []
     lookup = make_lookup(runs, spec)
