@@ -101,7 +101,8 @@ def find_spec(study: str, name: str) -> Path:
         return specs[name]
     close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    known = (f"`sdpa {study} --list` shows them" if specs else "none is shipped")
+    known = (f"`sdpa {study} --list` shows them" if len(specs) > 8
+             else f"names: {', '.join(sorted(specs))}" if specs else "none is shipped")
     raise InputError(Problem(
         f"{study}: no spec named {name!r}{hint}; {known} (a spec file is given by its path, "
         f"e.g. ./{name}.yaml)"))

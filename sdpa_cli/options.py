@@ -175,7 +175,8 @@ def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
         value = ctx.params.get(param.name)
         if value is None:
             continue
-        overrides[param.name] = ([scalar(v) for v in value] if isinstance(value, list)
+        overrides[param.name] = (value if isinstance(value, bool) else  # a switch
+                                 [scalar(v) for v in value] if isinstance(value, list)
                                  else scalar(value))
         flags[param.name] = flag_of(param)
     return overrides, flags

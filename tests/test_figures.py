@@ -56,7 +56,7 @@ def drawn_figures(path: Path) -> tuple[tuple[str, MplFigure], ...]:
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
         patch.setattr(style, "save", keep)
         for figure in result.figures:
-            figures.render(figure, Path(tmp), study=result.study)
+            figures.render(figure, Path(tmp), draw=registry.get(result.study).renderer(figure.kind))
     return tuple(caught)
 
 
