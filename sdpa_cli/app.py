@@ -15,6 +15,7 @@ from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
+from sdpa_cli.report.progress import Progress
 
 if TYPE_CHECKING:
     from sdpa_cli.report.progress import Progress
@@ -66,8 +67,6 @@ def run_study(
 def _progress(study: str, resolved: Any, settings: report.Settings) -> Progress:
     """The blocks bar of one study command: on a terminal only, and only for the table
     (-q and --format json|csv|markdown draw nothing: stdout carries the document alone)."""
-    from sdpa_cli.report.progress import Progress
-
     return Progress.blocks_only(f"{study} {resolved.name or study}: blocks",
                                 quiet=settings.quiet or settings.fmt != "table")
 

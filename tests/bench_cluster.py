@@ -29,10 +29,10 @@ import cloudpickle  # noqa: E402
 
 from sdpa_cli import executors, registry  # noqa: E402
 from sdpa_cli import loader as spec_mod  # noqa: E402
+from sdpa_cli.framework.context import RunContext  # noqa: E402
 from sdpa_cli.numerics import blocks  # noqa: E402
 from sdpa_cli.numerics.blocks import fold_blocks  # noqa: E402
 from sdpa_cli.report import writers  # noqa: E402
-from sdpa_cli.framework.context import RunContext  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

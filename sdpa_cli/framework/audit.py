@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sdpa_cli.spec.common import Documented, Printed
 from sdpa_cli.framework.result import AuditEntry, Check
+from sdpa_cli.spec.common import Documented, Printed
 
 # lookup(entry, quantity) -> (computed value, standard error or None)
 Lookup = Callable[[Documented, str], tuple[float | None, float | None]]

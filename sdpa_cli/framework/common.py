@@ -6,11 +6,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from sdpa_cli.framework.audit import Lookup, audit_check, run_audit
+from sdpa_cli.framework.result import Check, Figure, Result, Table
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.framework.audit import Lookup, audit_check, run_audit
-from sdpa_cli.framework.result import Check, Figure, Result, Table
 
 
 def law_of(spec: Any) -> tuple[PairLaw, float]:

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, get_args, get_type_hints
 
+from sdpa_cli import __version__
+
 
 @dataclass(frozen=True)
 class Column:
     """One column of a table: the row key, its header, and how to show its numbers."""
-
     key: str
     header: str
     fmt: str = "g"  # "int", "g" (6 significant digits), "e" (scientific), "text", "list"
@@ -83,7 +84,6 @@ class Check:
 @dataclass(frozen=True)
 class AuditEntry:
     """A number the document prints beside the recomputed truth."""
-
     source: str  # document and where in it
     quantity: str
     documented: float
@@ -108,7 +108,6 @@ class AuditEntry:
 @dataclass(frozen=True)
 class Figure:
     """Data for one figure; the report layer's renderer `kind` draws it to `name`.png."""
-
     name: str
     kind: str
     title: str
@@ -119,7 +118,6 @@ class Figure:
 @dataclass(frozen=True)
 class Panel:
     """A titled block of monospaced lines, e.g. one step of a worked example."""
-
     title: str
     lines: tuple[str, ...]
     style: str = "plain"  # "plain", "ok" or "warn" (a finding the reader should see)
@@ -256,8 +254,6 @@ SCHEMA_VERSION = 1  # of every JSON document sdpa prints (sdpa_cli/schemas/*.jso
 
 def json_header() -> dict[str, Any]:
     """The fields that open every JSON document: which shape, which sdpa wrote it."""
-    from sdpa_cli import __version__
-
     version: str = __version__
     return {"schema_version": SCHEMA_VERSION, "sdpa_version": version}
 

@@ -17,7 +17,7 @@ def render(figure: Figure, folder: Path, *, draw: Callable[[Figure], Any], svg: 
     """Write folder/<name>.png (and .svg) with `draw`, the renderer the study declares for
     figure.kind; returns the paths written."""
     # Lazy on purpose: style loads matplotlib, which a run with --no-plots never needs.
-    from sdpa_cli.report.figures import style
+    from sdpa_cli.framework import figure_style as style
 
     # At absurd inputs (score spreads of 1e±300, all-zero curves on log axes) matplotlib
     # complains about cosmetic limits while still drawing a correct, if empty, figure: keep

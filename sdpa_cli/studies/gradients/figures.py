@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from sdpa_cli.report.figures import style
+from sdpa_cli.framework import figure_style as style
 from sdpa_cli.framework.result import Figure
 
 PANELS = (("wq", "‖∂L/∂W_Q‖_F"), ("wk", "‖∂L/∂W_K‖_F"), ("wv", "‖∂L/∂W_V‖_F"),

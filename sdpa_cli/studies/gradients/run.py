@@ -9,19 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, rule_params
-from sdpa_cli.numerics.blocks import fold_blocks
-from sdpa_cli.numerics.grad_trials import TrialValues, draw, score_moments, trial_values
-from sdpa_cli.numerics.rng import block_generator
-from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.gradients.spec import GradientsSpec
 from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
 from sdpa_cli.framework.common import assemble
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
 from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.studies.gradients.theory import slope_checks, slope_rows, theory_lines
 from sdpa_cli.framework.result import (
     Check,
     Column,
@@ -32,6 +25,13 @@ from sdpa_cli.framework.result import (
     internal,
     row_fields,
 )
+from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, rule_params
+from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.grad_trials import TrialValues, draw, score_moments, trial_values
+from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.gradients.spec import GradientsSpec
+from sdpa_cli.studies.gradients.theory import slope_checks, slope_rows, theory_lines
 
 GRADS = ("wq", "wk", "wv", "x")  # ∂L/∂W_Q, ∂L/∂W_K, ∂L/∂W_V, ∂L/∂X
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.studies.gradients.spec import GradientsSpec
 from sdpa_cli.framework.result import Check
+from sdpa_cli.studies.gradients.spec import GradientsSpec
 
 NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "x": "X"}
 

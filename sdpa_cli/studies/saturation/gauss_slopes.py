@@ -6,12 +6,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sdpa_cli.numerics.keys import iid_softmax_moments, rem_participation, rem_threshold
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.framework.common import finite
 from sdpa_cli.framework.result import Check, Column, Table, as_row, row_fields
+from sdpa_cli.numerics.keys import iid_softmax_moments, rem_participation, rem_threshold
+from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation.saturation_rows import GaussSlopeRow
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 HEADERS = {"score_std": ("s", "g"), "quantity": ("quantity", "text"),
            "slope": ("slope vs n", "g"), "slope_se": ("se", "g"),

@@ -6,14 +6,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sdpa_cli.framework.common import finite
+from sdpa_cli.framework.result import Check, Column, Figure, row_fields
 from sdpa_cli.numerics.additive import INIT as ADDITIVE_INIT
 from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.slopes import Slope, fit_slope, theory_slope
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.framework.common import finite
-from sdpa_cli.framework.result import Check, Column, Figure, row_fields
 from sdpa_cli.studies.saturation.saturation_rows import LeadingRow, SlopeRow
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 # --- source 4: the leading-key family (exact) ----------------------------------------------
 

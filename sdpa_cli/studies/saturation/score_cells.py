@@ -9,19 +9,25 @@ from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
+from sdpa_cli.framework.common import canonical, finite
+from sdpa_cli.framework.common import zscore as _z
+from sdpa_cli.framework.result import Check, as_row
 from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.additive import additive_score_var
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
-from sdpa_cli.framework.common import canonical, finite
-from sdpa_cli.framework.common import zscore as _z
-from sdpa_cli.framework.result import Check, as_row
-from sdpa_cli.studies.saturation.saturation_rows import CellHead, Freezing, RuleKey, ScaleKey, ScoreLaw
+from sdpa_cli.studies.saturation.saturation_rows import (
+    CellHead,
+    Freezing,
+    RuleKey,
+    ScaleKey,
+    ScoreLaw,
+)
 from sdpa_cli.studies.saturation.score_draws import Cell, capped, clamp
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64

@@ -17,7 +17,7 @@ from sdpa_cli.spec.common import (
     Score,
     scalings,
 )
-from sdpa_cli.studies.variance.spec import VectorLawFields
+from sdpa_cli.spec.vectors import VectorLawFields
 
 PosFloat = Annotated[float, Field(gt=0)]
 Keys = Annotated[int, Field(ge=2, le=1 << 20)]

@@ -8,23 +8,19 @@ from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of
+from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.keys import rem_participation, rem_threshold
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
-from sdpa_cli.studies.saturation import gauss_slopes
-from sdpa_cli.studies.saturation import keys_axis
-from sdpa_cli.studies.saturation import score_findings
-from sdpa_cli.studies.saturation import score_text
+from sdpa_cli.studies.saturation import gauss_slopes, keys_axis, score_findings, score_text
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
-from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of
-from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.studies.saturation.saturation_rows import (
     SWEEP_FIELDS,
     SWEEP_STATS,
@@ -36,6 +32,7 @@ from sdpa_cli.studies.saturation.saturation_rows import (
     SweepVectorRow,
     stats_of,
 )
+from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
 
 EXPLICIT_COLUMNS = (
     Column("scale", "scale"),

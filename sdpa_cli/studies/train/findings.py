@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from sdpa_cli.numerics import recall
-from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
 from sdpa_cli.framework.result import Column
+from sdpa_cli.numerics import recall
 from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
+from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
 
 CLAIM_COLUMNS = (
     Column("source", "source", "text", priority=1),

@@ -10,19 +10,19 @@ from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.audit import selector_problem
+from sdpa_cli.framework.common import assemble, finite
+from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row, row_fields
 from sdpa_cli.numerics import recall
 from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.train.spec import TrainSpec
-from sdpa_cli.studies.train import findings
-from sdpa_cli.framework.audit import selector_problem
-from sdpa_cli.framework.common import assemble, finite
-from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row, row_fields
 from sdpa_cli.studies.saturation.score_cells import lookup
+from sdpa_cli.studies.train import findings
 from sdpa_cli.studies.train.rows import SensitivityRow, TrainRow
+from sdpa_cli.studies.train.spec import TrainSpec
 
 COLUMNS = (
     Column("dim", "d_k", "int", priority=0),

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.numerics.recall import Task, flops_per_step
 from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
 from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost, check_factors
 
@@ -36,7 +37,6 @@ def optimiser_name(opt: str) -> str:
 
 class TrainSpec(SpecBase):
     """Train one attention head on associative recall under each scaling rule."""
-
     study: Literal["train"] = "train"
     dims: list[PosInt] = Field(
         default_factory=lambda: [16, 64, 256], min_length=1,
@@ -135,8 +135,6 @@ class TrainSpec(SpecBase):
 
     def total_flops(self) -> float:
         """Multiply-adds of every step of every run (see numerics.recall.flops_per_step)."""
-        from sdpa_cli.numerics.recall import Task, flops_per_step
-
         per_dim = sum(flops_per_step(Task(self.vocab, self.pairs, self.d_model, d), self.batch)
                       for d in self.dims)
         return per_dim * self.steps * self.runs()

@@ -2,14 +2,14 @@
 
 from sdpa_cli.framework.declaration import Flag, Study
 from sdpa_cli.spec import limits
-from sdpa_cli.studies.variance import run
+from sdpa_cli.studies.variance import rows, run
 from sdpa_cli.studies.variance.spec import VarianceSpec
 
 STUDY = Study(
     name="variance",
     spec=VarianceSpec,
     run=run.run,
-    rows=(run.VarianceRow,),
+    rows=(rows.VarianceRow,),
     figures={"variance.histograms": "figures:draw_histograms",
              "variance.vs_dim": "figures:draw_vs_dim"},
     cost=limits.variance,

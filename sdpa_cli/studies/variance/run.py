@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
-from sdpa_cli.numerics import theory
-from sdpa_cli.numerics.engine import DotStats, simulate_dots
-from sdpa_cli.numerics.sampling import PairLaw
-from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.variance.spec import VarianceSpec
-from sdpa_cli.studies.variance import figure_data as variance_figures
 from sdpa_cli.framework.audit import (
     Lookup,
     find_rows,
@@ -27,61 +19,18 @@ from sdpa_cli.framework.common import zscore as _z
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import (
     Check,
-    Column,
     Result,
     Table,
     as_row,
-    internal,
-    row_fields,
 )
-
-COLUMNS = (
-    Column("dim", "d", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
-    Column("mean", "mean", priority=3),
-    Column("variance", "variance", priority=0),
-    Column("theory_variance", "theory", priority=0),
-    Column("se", "se", priority=1),
-    Column("z", "z", "f2", priority=0),
-    Column("ratio", "var/theory", priority=2),
-    Column("kurtosis", "kurtosis", priority=4),
-    Column("theory_kurtosis", "theory kurt.", priority=4),
-)
-
-@dataclass(frozen=True)
-class VarianceRow:
-    """One (dimension, scaling rule) row; its fields are the CSV columns and JSON keys."""
-
-    dim: int
-    scaling: str
-    factor: float | None  # the rule's own 1/(T·d^p), without σ²
-    pairs: int
-    mean: float | None
-    mean_se: float | None
-    variance: float | None
-    std: float | None
-    theory_mean: float | None
-    theory_variance: float | None
-    theory_std: float | None
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    z: float | None
-    mean_z: float | None
-    ratio: float | None
-    min: float | None
-    max: float | None
-    kurtosis: float | None
-    theory_kurtosis: float | None
-    p025: float | None
-    median: float | None
-    p975: float | None
-    se_basis: str
-    note: str
-    closed_form: bool = internal(True)  # False: nothing to check against (reported only)
-
-
-FIELDS = row_fields(VarianceRow)
+from sdpa_cli.numerics import theory
+from sdpa_cli.numerics.engine import DotStats, simulate_dots
+from sdpa_cli.numerics.sampling import PairLaw
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.variance import figure_data as variance_figures
+from sdpa_cli.studies.variance.rows import COLUMNS, FIELDS, VarianceRow
+from sdpa_cli.studies.variance.spec import VarianceSpec
 
 
 def plan_rows(spec: VarianceSpec) -> list[dict[str, Any]]:

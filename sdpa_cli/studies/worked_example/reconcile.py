@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.spec.common import Documented, Printed
-from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 from sdpa_cli.framework.audit import flatten, pick, split_quantity
-from sdpa_cli.studies.worked_example.board import num
 from sdpa_cli.framework.result import AuditEntry
+from sdpa_cli.spec.common import Documented, Printed
+from sdpa_cli.studies.worked_example.board import num
 from sdpa_cli.studies.worked_example.parts import compute
+from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 from sdpa_cli.studies.worked_example.steps import BARE_VARIANCE, PREFIXES, WEIGHT_ROW, PartRun
 
 # --- the whole example ----------------------------------------------------------------------

@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.studies.worked_example.spec import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
-from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.audit import audit_check, run_audit
+from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
 from sdpa_cli.studies.worked_example.reconcile import (
     documented_problem,
@@ -25,6 +24,7 @@ from sdpa_cli.studies.worked_example.reconcile import (
     runs_for,
     sum_findings,
 )
+from sdpa_cli.studies.worked_example.spec import COMMON_FIELDS, FIELDS_BY_KIND, WorkedExampleSpec
 from sdpa_cli.studies.worked_example.steps import COLUMNS, PartRun
 
 __all__ = ["documented_problem", "run"]
