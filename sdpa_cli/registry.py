@@ -10,7 +10,8 @@ from sdpa_cli.framework.declaration import Study, register
 from sdpa_cli.spec.common import SpecBase
 from sdpa_cli.studies import STUDIES
 
-NAMES: tuple[str, ...] = tuple(STUDIES)
+# A live view of the registry's names (a study registered later is in it too).
+NAMES = STUDIES.keys()
 
 
 def package_of(name: str) -> str:

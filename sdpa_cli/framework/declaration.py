@@ -58,8 +58,9 @@ class Study:
     cost: Callable[[Any], Cost]  # spec → work, memory and output (refused over budget)
     # Why a documented entry names no row or quantity of this spec (None when it does).
     documented_problem: Callable[[Any, Documented], str | None]
-    # Spec fields of a small, fast run: the contract test runs every study with these.
-    example: Mapping[str, Any]
+    # Spec fields of small, fast runs (one per kind of input the study takes): the contract
+    # test (tests/test_contract.py) runs every study with each of them.
+    examples: tuple[Mapping[str, Any], ...]
     description: str = ""  # the command's long help (a paragraph), before its examples
     usage: tuple[str, ...] = ()  # example command lines for --help, each runnable
     flags: Mapping[str, Flag] = field(default_factory=dict)  # per-field flag presentation
@@ -171,13 +172,16 @@ def _rows(study: Study) -> None:
 
 
 def _example(study: Study) -> None:
-    unknown = [k for k in study.example if k not in study.spec.model_fields]
-    if unknown:
-        _fail(study, "example", f"{study.spec.__name__} has no field {unknown[0]!r}")
-    try:
-        study.spec.model_validate({"study": study.name, "seed": 1, **study.example})
-    except Exception as e:  # a pydantic ValidationError, said in one line
-        _fail(study, "example", str(e).replace("\n", " "))
+    if not study.examples:
+        _fail(study, "examples", "give at least one small example for the contract test")
+    for i, example in enumerate(study.examples):
+        unknown = [k for k in example if k not in study.spec.model_fields]
+        if unknown:
+            _fail(study, f"examples[{i}]", f"{study.spec.__name__} has no field {unknown[0]!r}")
+        try:
+            study.spec.model_validate({"study": study.name, "seed": 1, **example})
+        except ValueError as e:  # a pydantic ValidationError, said in one line
+            _fail(study, f"examples[{i}]", " ".join(str(e).split()))
 
 
 FlagShape = Literal["bool", "value", "list"]

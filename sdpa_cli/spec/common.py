@@ -46,6 +46,10 @@ def _no_bool(kind: str) -> Any:
 Int = Annotated[int, _no_bool("a whole number")]
 Float = Annotated[float, _no_bool("a number")]
 PosInt = Annotated[int, _no_bool("a whole number"), Field(ge=1)]
+# How many standard errors a Monte Carlo check allows: every study that draws at random has
+# this field (its declaration is refused without it), typed once here.
+SeTolerance = Annotated[float, _no_bool("a number"),
+                        Field(gt=0, description="A check passes when |z| ≤ K (default 4).")]
 
 
 _MINUS_INF = {"-inf", "-.inf", "-infinity", "−inf", "−.inf"}

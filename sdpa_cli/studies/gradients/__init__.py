@@ -12,7 +12,7 @@ STUDY = Study(
     figures={"gradients.norms": "figures:draw_norms", "gradients.frozen": "figures:draw_frozen"},
     cost=cost,
     documented_problem=run.documented_problem,
-    example={"dims": [16, 64], "trials": 20, "keys": 8, "d_model": 32},
+    examples=({"dims": [16, 64], "trials": 20, "keys": 8, "d_model": 32},),
     description="Gradients through one attention layer at initialisation, versus d_k, per rule.",
     usage=("sdpa gradients --dims 16 64 256 1024 --scalings none sqrt linear",
            "sdpa gradients --dims 16 256 --alignment 0.7 --causal true --format json",

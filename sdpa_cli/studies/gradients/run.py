@@ -148,7 +148,7 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
         tables=[Table("slopes", "Log-log slopes of the gradient norms versus d_k",
                       SLOPE_COLUMNS, tuple(slopes))] if slopes else [],  # one d_k: no slope
         checks=checks, lookup=_lookup(rows), theory=theory_lines(spec),
-        notes=_notes(spec), figures=_figures(spec, rows, slopes),
+        notes=_notes(spec), figures=_figures(spec, rows, slopes) if ctx.figures else [],
         findings=findings(spec, rows, slopes), expect=expect(spec),
     )
 

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.grad_trials import BLOCK_FLOATS, Layer
 from sdpa_cli.spec import limits
-from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
+from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SeTolerance, SpecBase, scalings
 
 DEFAULT_DIMS = (16, 64, 256, 1024)
 MAX_WIDTH = 1 << 14  # d_k, d_v and d_model: one trial's weights stay below ~1 GB
@@ -48,7 +48,8 @@ class GradientsSpec(SpecBase):
         description="W_K = A·W_Q + √(1−A²)·W', A in [0, 1] (default 0).")
     causal: bool = Field(False, description="true: query i sees keys 0…i (default false).")
     # a score check passes when |z| ≤ this
-    se_tolerance: Float = Field(4.0, gt=0, description="A check passes when |z| ≤ K (default 4).")
+    se_tolerance: SeTolerance = Field(
+        4.0, description="A check passes when |z| ≤ K (default 4).")
 
     def layer(self, d_k: int) -> Layer:
         return Layer(d_model=self.d_model, d_k=d_k, d_v=self.d_v or d_k, n=self.keys,
@@ -84,7 +85,7 @@ def cost(spec: GradientsSpec) -> limits.Cost:
     blocks = 8 * IN_FLIGHT * max(trial, BLOCK_FLOATS)
     memory = blocks + 8 * spec.trials * rules * KEPT_PER_TRIAL
     rows = len(spec.dims) * rules
-    work, memory, output = limits._table(rows + 4 * rules, work, memory=memory)
+    work, memory, output = limits.table_cost(rows + 4 * rules, work, memory=memory)
     big_trial = blocks > limits.MAX_MEMORY // 2
     return limits.Cost(
         work, memory, output, rows, ("dims",) if big_trial else ("trials",),

@@ -1,9 +1,8 @@
 """The jacobian study: the softmax Jacobian diag(p) − ppᵀ as scores grow."""
 
 from sdpa_cli.framework.declaration import Flag, Study
-from sdpa_cli.spec import limits
 from sdpa_cli.studies.jacobian import run
-from sdpa_cli.studies.saturation import FIGURES, METAVARS, saturation_rows
+from sdpa_cli.studies.saturation import FIGURES, METAVARS, cost, saturation_rows
 from sdpa_cli.studies.saturation.spec import JacobianSpec
 
 STUDY = Study(
@@ -12,9 +11,12 @@ STUDY = Study(
     run=run.run,
     rows=saturation_rows.JACOBIAN_ROWS,
     figures=FIGURES,
-    cost=limits.score_source,
+    cost=cost.cost,
     documented_problem=run.documented_problem,
-    example={"score_stds": [0.5, 2.0], "keys": [16], "trials": 40},
+    examples=({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
+              {"dims": [16, 64], "keys": [8], "trials": 60},
+              {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
+              {"margin": 2.0, "keys": [4, 8], "dim": 16}),
     description=(
         "The softmax Jacobian J = diag(p) − ppᵀ as scores grow: vanishing gradients.\n\n"
         "Same score sources as softmax-sweep. With --score-stds it also finds, per n, the "

@@ -144,7 +144,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
                     expect=score_text.expect_lines(spec, jacobian=True),
                     findings=score_findings.findings(source, rows, jacobian=True,
                                                      peaks=found_peaks),
-                    notes=notes, figures=figures, tables=tables)
+                    notes=notes, figures=figures if ctx.figures else [], tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from sdpa_cli.spec.common import (
     PosInt,
     ScalingField,
     Score,
+    SeTolerance,
     scalings,
 )
 from sdpa_cli.spec.vectors import VectorLawFields
@@ -120,8 +121,8 @@ class SaturationFields(VectorLawFields):
         2000, ge=2, le=10**7,
         description="Sources 2, 3: sequences / score rows per cell (default 2000).")
     # a score-variance check passes when |z| ≤ this
-    se_tolerance: Float = Field(
-        4.0, gt=0,
+    se_tolerance: SeTolerance = Field(
+        4.0,
         description="Score-law checks pass when |z| ≤ K (default 4).")
 
     @property

@@ -1,8 +1,7 @@
 """The softmax-sweep study: softmax weights as scores grow (largest weight, entropy)."""
 
 from sdpa_cli.framework.declaration import Flag, Study
-from sdpa_cli.spec import limits
-from sdpa_cli.studies.saturation import FIGURES, METAVARS, saturation_rows
+from sdpa_cli.studies.saturation import FIGURES, METAVARS, cost, saturation_rows
 from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
 from sdpa_cli.studies.softmax_sweep import run
 
@@ -12,9 +11,12 @@ STUDY = Study(
     run=run.run,
     rows=saturation_rows.SWEEP_ROWS,
     figures=FIGURES,
-    cost=limits.score_source,
+    cost=cost.cost,
     documented_problem=run.documented_problem,
-    example={"dims": [16, 64], "keys": [8], "trials": 40},
+    examples=({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
+              {"dims": [16, 64], "keys": [8], "trials": 60},
+              {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
+              {"margin": 2.0, "keys": [4, 8], "dim": 16}),
     description=(
         "Softmax weights as scores grow: largest weight, entropy, saturation.\n\n"
         "Scores come from exactly one source: explicit scores times multipliers (--scores), "

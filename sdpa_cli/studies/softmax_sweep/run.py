@@ -132,7 +132,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
                     theory=score_text.theory_lines(spec, jacobian=False),
                     expect=score_text.expect_lines(spec, jacobian=False),
                     findings=score_findings.findings(source, rows, jacobian=False),
-                    notes=notes, figures=figures, tables=tables)
+                    notes=notes, figures=figures if ctx.figures else [], tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------

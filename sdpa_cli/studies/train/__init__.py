@@ -13,7 +13,8 @@ STUDY = Study(
              "train.loss_vs_lr": "figures:draw_loss_vs_lr"},
     cost=limits,
     documented_problem=run.documented_problem,
-    example={"dims": [16], "steps": 20, "seeds": 2, "log_every": 5},
+    examples=({"dims": [8], "steps": 10, "seeds": 2, "batch": 8, "vocab": 4, "pairs": 2,
+               "d_model": 8, "log_every": 5, "learning_rates": {"sgd": [0.1], "adam": [0.01]}},),
     description=(
         "Train one attention head on associative recall, with and without scaling.\n\n"
         "Logs loss, accuracy, query-row entropy, largest |score| and ‖∂L/∂W_Q‖, ‖∂L/∂W_K‖; "

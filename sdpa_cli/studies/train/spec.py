@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.recall import Task, flops_per_step
-from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
+from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SeTolerance, SpecBase, scalings
 from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost, check_factors
 
 Optimiser = Literal["sgd", "adam"]
@@ -74,7 +74,8 @@ class TrainSpec(SpecBase):
     # steps per logged point (means over those steps)
     log_every: PosInt = Field(10, description="Steps per logged point (default 10).")
     # for documented numbers (audit), in se
-    se_tolerance: Float = Field(4.0, gt=0, description="A check passes when |z| ≤ K (default 4).")
+    se_tolerance: SeTolerance = Field(
+        4.0, description="A check passes when |z| ≤ K (default 4).")
 
     @field_validator("learning_rates", mode="after")
     @classmethod

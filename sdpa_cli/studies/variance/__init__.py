@@ -1,8 +1,7 @@
 """The variance study: Monte Carlo of q·k versus dimension, raw and scaled, beside theory."""
 
 from sdpa_cli.framework.declaration import Flag, Study
-from sdpa_cli.spec import limits
-from sdpa_cli.studies.variance import rows, run
+from sdpa_cli.studies.variance import cost, rows, run
 from sdpa_cli.studies.variance.spec import VarianceSpec
 
 STUDY = Study(
@@ -12,9 +11,10 @@ STUDY = Study(
     rows=(rows.VarianceRow,),
     figures={"variance.histograms": "figures:draw_histograms",
              "variance.vs_dim": "figures:draw_vs_dim"},
-    cost=limits.variance,
+    cost=cost.cost,
     documented_problem=run.documented_problem,
-    example={"dims": [3, 64], "pairs": 200},
+    examples=({"dims": [3, 64], "pairs": 2000},
+              {"dims": [8], "pairs": 500, "distribution": "sphere", "method": "exact"}),
     description="Monte Carlo of q·k versus dimension, raw and scaled, beside its theory.",
     usage=("sdpa variance --dims 3 100 1000",
            "sdpa variance --dims 16 64 256 512 1024 --pairs 10000 --format json",

@@ -10,10 +10,10 @@ from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import (
     MAX_DRAWS,
-    Float,
     Int,
     PosInt,
     ScalingField,
+    SeTolerance,
     scalings,
 )
 from sdpa_cli.spec.vectors import VectorLawFields
@@ -34,7 +34,8 @@ class VarianceSpec(VectorLawFields):
                      "sqrt)."))
     bins: Int = Field(50, ge=1, le=1000, description="Histogram bins in the figures (default 50).")
     # a check passes when |z| ≤ this
-    se_tolerance: Float = Field(4.0, gt=0, description="A check passes when |z| ≤ K (default 4).")
+    se_tolerance: SeTolerance = Field(
+        4.0, description="A check passes when |z| ≤ K (default 4).")
 
     @property
     def dim_list(self) -> list[int]:
