@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
@@ -17,6 +18,7 @@ from pydantic import (
     field_validator,
 )
 
+from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.scaling import Scaling
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a folder name that cannot climb out
@@ -87,6 +89,17 @@ def _parse_scaling(v: Any) -> Scaling:
 ScalingField = Annotated[
     Scaling, BeforeValidator(_parse_scaling), PlainSerializer(lambda s: s.label, return_type=str)
 ]
+
+
+def refuse_repeats(field: str, items: Sequence[Any], *, show: Callable[[Any], str] = repr
+                   ) -> None:
+    """The one check of a list that must not repeat an item (dims, keys, scalings by label,
+    optimisers, …): SpecFieldError at the second occurrence, `shown` as the message says it."""
+    seen: set[Any] = set()
+    for i, item in enumerate(items):
+        if item in seen:
+            raise SpecFieldError((field, i), f"{show(item)} is listed twice")
+        seen.add(item)
 
 
 def scalings(*labels: str, description: str | None = None) -> Any:

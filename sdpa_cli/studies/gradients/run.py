@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
-from sdpa_cli.framework.common import assemble
+from sdpa_cli.framework.audit import selector_problem
+from sdpa_cli.framework.common import assemble, own_se, row_lookup
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
@@ -147,7 +147,7 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
                     tuple(rows)),
         tables=[Table("slopes", "Log-log slopes of the gradient norms versus d_k",
                       SLOPE_COLUMNS, tuple(slopes))] if slopes else [],  # one d_k: no slope
-        checks=checks, lookup=_lookup(rows), theory=theory_lines(spec),
+        checks=checks, lookup=row_lookup(rows, _se), theory=theory_lines(spec),
         notes=_notes(spec), figures=_figures(spec, rows, slopes) if ctx.figures else [],
         findings=findings(spec, rows, slopes), expect=expect(spec),
     )
@@ -203,20 +203,10 @@ def _check(row: GradientRow, k: float) -> Check:
                  f"value (pass: within ±{k:g})")
 
 
-def _lookup(rows: Sequence[Row]) -> Lookup:
-    def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows(rows, _canonical(entry).row)
-        if len(found) != 1:
-            return None, None
-        row = found[0]
-        name, idx = split_quantity(quantity)
-        value = pick(row.get(name), idx)
-        se = row.get(name.removesuffix("_mean") + "_se") if name.endswith("_mean") else None
-        if name == "frozen_share":
-            se = row["frozen_share_se"]
-        return (float(value) if isinstance(value, int | float) else None), se
-
-    return lookup
+def _se(row: Row, name: str) -> float | None:
+    """A gradient norm's mean has its se beside it (grad_wq_mean → grad_wq_se)."""
+    return own_se(row, name.removesuffix("_mean")) if name.endswith("_mean") else \
+        own_se(row, name)
 
 
 def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]

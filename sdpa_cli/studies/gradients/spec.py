@@ -9,7 +9,16 @@ from pydantic import Field, model_validator
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.grad_trials import BLOCK_FLOATS, Layer
 from sdpa_cli.spec import limits
-from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SeTolerance, SpecBase, scalings
+from sdpa_cli.spec.common import (
+    Float,
+    Int,
+    PosInt,
+    ScalingField,
+    SeTolerance,
+    SpecBase,
+    refuse_repeats,
+    scalings,
+)
 
 DEFAULT_DIMS = (16, 64, 256, 1024)
 MAX_WIDTH = 1 << 14  # d_k, d_v and d_model: one trial's weights stay below ~1 GB
@@ -60,12 +69,9 @@ class GradientsSpec(SpecBase):
         for i, d in enumerate(self.dims):
             if d > MAX_WIDTH:
                 raise SpecFieldError(("dims", i), f"d_k {d} is above the limit {MAX_WIDTH}")
-            if d in self.dims[:i]:
-                raise SpecFieldError(("dims", i), f"{d} is listed twice")
-        labels = [s.label for s in self.scalings]
+        refuse_repeats("dims", self.dims, show=str)
+        refuse_repeats("scalings", [s.label for s in self.scalings])
         for i, s in enumerate(self.scalings):
-            if s.label in labels[:i]:
-                raise SpecFieldError(("scalings", i), f"{s.label!r} is listed twice")
             if getattr(s, "norm", None) == "layer" and min(self.dims) < 2:
                 raise SpecFieldError(("scalings", i), f"{s.label} centres q and k: it needs "
                                      "every d_k ≥ 2 (one centred component is 0)")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.common import assemble, finite, law_of
+from sdpa_cli.framework.common import assemble, finite, law_of, row_lookup
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics import score_rows as sat
@@ -139,7 +139,7 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows),
+                    lookup=row_lookup(rows),
                     theory=score_text.theory_lines(spec, jacobian=True),
                     expect=score_text.expect_lines(spec, jacobian=True),
                     findings=score_findings.findings(source, rows, jacobian=True,

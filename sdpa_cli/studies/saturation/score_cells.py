@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
+from sdpa_cli.framework.audit import selector_problem
 from sdpa_cli.framework.common import canonical, finite
 from sdpa_cli.framework.common import zscore as _z
 from sdpa_cli.framework.result import Check, as_row
@@ -311,23 +311,6 @@ def plan_keys(spec: SaturationFields) -> list[dict[str, Any]]:
 def documented_problem(spec: SaturationFields, entry: Documented,
                        fields: Callable[[str], Sequence[str]]) -> str | None:
     return selector_problem(plan_keys(spec), canonical(entry), fields(spec.score_source))
-
-
-def lookup(rows: Sequence[Mapping[str, Any]]) -> Lookup:
-    """The audit's look-up: a row's value, with the field's standard error when it has one."""
-
-    def find(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows(rows, canonical(entry).row)
-        if len(found) != 1:
-            return None, None
-        row = found[0]
-        name, idx = split_quantity(quantity)
-        value = pick(row.get(name), idx)
-        se = row.get(f"{name}_se")
-        return (float(value) if isinstance(value, int | float) and not isinstance(value, bool)
-                else None), se
-
-    return find
 
 
 # --- rows and checks shared by softmax-sweep and jacobian --------------------------------

@@ -16,6 +16,7 @@ from sdpa_cli.spec.common import (
     ScalingField,
     Score,
     SeTolerance,
+    refuse_repeats,
     scalings,
 )
 from sdpa_cli.spec.vectors import VectorLawFields
@@ -200,10 +201,7 @@ class SaturationFields(VectorLawFields):
         else:
             self._gaussian_rules()
         if source != "explicit":
-            key_list = self.key_list
-            for i, n in enumerate(key_list):
-                if n in key_list[:i]:
-                    raise SpecFieldError(("keys", i), f"{n} is listed twice")
+            refuse_repeats("keys", self.key_list, show=str)
         return self
 
     def _explicit_rules(self) -> None:
@@ -222,13 +220,13 @@ class SaturationFields(VectorLawFields):
             if self.dim is None and s.power != 0:
                 raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
                                      "(--dim) for explicit scores")
-        self._no_twice("scalings", [s.label for s in self.scalings])
+        refuse_repeats("scalings", [s.label for s in self.scalings])
 
     def _vector_rules(self) -> None:
         if self.dims is not None and self.d_model is not None:
             raise SpecFieldError(("dims",), "give dims or d_model with heads, not both")
-        self._no_twice("dims", self.dim_list)
-        self._no_twice("scalings", [s.label for s in self.scalings])
+        refuse_repeats("dims", self.dim_list)
+        refuse_repeats("scalings", [s.label for s in self.scalings])
         for i, n in enumerate(self.key_list):
             if n > MAX_SEQUENCE:
                 raise SpecFieldError(("keys", i), f"random queries and keys hold an n × n "
@@ -253,17 +251,12 @@ class SaturationFields(VectorLawFields):
             if self.dim is None and s.power != 0:
                 raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
                                      "(--dim) for the leading-key family")
-        self._no_twice("scalings", [s.label for s in self.scalings])
+        refuse_repeats("scalings", [s.label for s in self.scalings])
 
     def _gaussian_rules(self) -> None:
         stds = self.score_stds or []
-        self._no_twice("score_stds", stds)
+        refuse_repeats("score_stds", stds)
         self._work_guard(self.trials * sum(self.key_list) * (1 + len(stds)))
-
-    def _no_twice(self, name: str, values: list[Any]) -> None:
-        for i, v in enumerate(values):
-            if v in values[:i]:
-                raise SpecFieldError((name, i), f"{v!r} is listed twice")
 
     def _work_guard(self, work: int) -> None:
         if work > MAX_DRAWS:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of
+from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of, row_lookup
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics import score_rows as sat
@@ -128,7 +128,7 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
                     table=Table("softmax", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows),
+                    lookup=row_lookup(rows),
                     theory=score_text.theory_lines(spec, jacobian=False),
                     expect=score_text.expect_lines(spec, jacobian=False),
                     findings=score_findings.findings(source, rows, jacobian=False),

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.framework.audit import selector_problem
-from sdpa_cli.framework.common import assemble, finite
+from sdpa_cli.framework.common import assemble, finite, row_lookup
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row, row_fields
 from sdpa_cli.numerics import recall
@@ -19,7 +19,6 @@ from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation.score_cells import lookup
 from sdpa_cli.studies.train import findings
 from sdpa_cli.studies.train.rows import SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec
@@ -139,7 +138,7 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
         spec, study="train", title="Associative recall trained with and without scaling",
         table=Table("train", "Steps to target accuracy and final loss per configuration",
                     COLUMNS, tuple(rows)),
-        checks=_checks(spec, typed), lookup=lookup(rows), theory=_theory(spec),
+        checks=_checks(spec, typed), lookup=row_lookup(rows), theory=_theory(spec),
         notes=[*sentences, *_notes(spec)], figures=figures,
         tables=[Table("sensitivity", "Learning-rate sensitivity per rule (Wortsman et al. "
                       "2023)", SENSITIVITY_COLUMNS, tuple(as_row(x) for x in sens)),

@@ -8,7 +8,16 @@ from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.recall import Task, flops_per_step
-from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SeTolerance, SpecBase, scalings
+from sdpa_cli.spec.common import (
+    Float,
+    Int,
+    PosInt,
+    ScalingField,
+    SeTolerance,
+    SpecBase,
+    refuse_repeats,
+    scalings,
+)
 from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost, check_factors
 
 Optimiser = Literal["sgd", "adam"]
@@ -94,9 +103,7 @@ class TrainSpec(SpecBase):
         for name, items in (("dims", list(self.dims)),
                             ("scalings", [s.label for s in self.scalings]),
                             ("optimisers", list(self.optimisers))):
-            for i, item in enumerate(items):
-                if item in items[:i]:
-                    raise SpecFieldError((name, i), f"{item!r} is listed twice")
+            refuse_repeats(name, items)
         lrs = self.learning_rates
         if "learning_rates" not in self.model_fields_set:  # the defaults of the optimisers given
             lrs = {opt: list(DEFAULT_LRS[opt]) for opt in self.optimisers}

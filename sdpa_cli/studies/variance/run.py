@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from sdpa_cli.framework.audit import (
-    Lookup,
-    find_rows,
-    pick,
     selector_problem,
-    split_quantity,
 )
-from sdpa_cli.framework.common import assemble, law_of, plain
+from sdpa_cli.framework.common import assemble, law_of, plain, row_lookup
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
@@ -72,7 +69,7 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
     return assemble(
         spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
-        checks=checks, lookup=_lookup(rows), theory=_theory_lines(spec, law),
+        checks=checks, lookup=row_lookup(rows, _se), theory=_theory_lines(spec, law),
         notes=_notes(spec, per_dim),
         # --no-plots: no figure data at all (its histograms and densities cost per dim)
         figures=variance_figures.figures(spec, law, unit, per_dim, typed) if ctx.figures else (),
@@ -205,20 +202,11 @@ def _check(row: VarianceRow, k: float) -> Check:
     )
 
 
-def _lookup(rows: list[dict[str, Any]]) -> Lookup:
-    def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows(rows, _canonical(entry).row)
-        if len(found) != 1:
-            return None, None
-        row = found[0]
-        name, idx = split_quantity(quantity)
-        value = pick(row.get(name), idx)
-        se = {"variance": row["se"], "mean": row["mean_se"]}.get(name)
-        if name == "std" and row["se"] is not None and row["std"]:
-            se = row["se"] / (2.0 * row["std"])  # delta method
-        return (float(value) if isinstance(value, int | float) else None), se
-
-    return lookup
+def _se(row: Mapping[str, Any], name: str) -> float | None:
+    """The variance's se is the row's `se`; the std's follows by the delta method."""
+    if name == "std" and row["se"] is not None and row["std"]:
+        return float(row["se"]) / (2.0 * row["std"])
+    return {"variance": row["se"], "mean": row["mean_se"]}.get(name)
 
 
 def findings(rows: list[VarianceRow]) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from sdpa_cli.spec.common import (
     PosInt,
     ScalingField,
     SeTolerance,
+    refuse_repeats,
     scalings,
 )
 from sdpa_cli.spec.vectors import VectorLawFields
@@ -47,10 +48,7 @@ class VarianceSpec(VectorLawFields):
     def _resolve(self) -> VarianceSpec:
         dims = self.resolve_dims(self.dims)
         object.__setattr__(self, "dims", dims)
-        labels = [s.label for s in self.scalings]
-        for i, label in enumerate(labels):
-            if label in labels[:i]:
-                raise SpecFieldError(("scalings", i), f"{label!r} is listed twice")
+        refuse_repeats("scalings", [s.label for s in self.scalings])
         for i, s in enumerate(self.scalings):
             # the variance study measures q·k times a factor of d alone, one pair at a time
             why = _refusal(s)
