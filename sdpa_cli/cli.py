@@ -244,6 +244,59 @@ def gradients(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("gradients", spec_path)
 
 
+@cli.command("inspect", cls=StudyCommand,
+             short_help="Attention in a real checkpoint (BERT, GPT-2, Llama families).")
+@click.argument("target", metavar="MODEL or SPEC", required=False)
+@list_option("--seq-len", metavar="N [N ...]", help="Tokens per sequence (default 128).")
+@value_option("--sequences", metavar="K", help="Chunks of the text per length (default 8).")
+@click.option("--text", "text", multiple=True, metavar="FILE",
+              help="UTF-8 text, tokenised whole (repeatable; default: sdpa's README).")
+@value_option("--random-tokens", metavar="BOOL", help="true: uniform random token ids.")
+@value_option("--weights", metavar="W", help="trained (default) | init (beside trained).")
+@list_option("--scalings", metavar="RULE [RULE ...]",
+             help="Rules in place of the model's own: none sqrt linear qknorm softcap:C "
+                  "logn:S … (default none).")
+@value_option("--dtype", metavar="T", help="float32 (default) | float64.")
+@value_option("--require-models", metavar="BOOL",
+              help="true: a model not on this machine fails --check (default: skipped).")
+@common_options
+def inspect_cmd(target: str | None, text: tuple[str, ...], **kwargs: Any) -> int:
+    """Attention statistics of a real checkpoint on real text, per layer and head.
+
+    MODEL is a folder (config.json, model.safetensors, tokenizer.json), a name in the local
+    Hugging Face cache, or a spec (study: inspect). Never pickle, never the network.
+
+    \b
+    Examples:
+      sdpa inspect sentence-transformers/all-MiniLM-L6-v2 --seq-len 32 128 512
+      sdpa inspect ./my-model --weights init --seed 1 --scalings none sqrt softcap:30
+      sdpa inspect experiments/inspect/minilm.yaml --check
+    """
+    from sdpa_cli import app
+    from sdpa_cli.errors import InputError, Problem
+    from sdpa_cli.studies.inspect import checkpoint, inputs
+
+    ctx = click.get_current_context()
+    overrides, flags = spec_overrides(ctx)
+    if text:
+        overrides["text"], flags["text"] = [str(Path(t).resolve()) for t in text], "--text"
+    spec_path = None
+    if target and target.endswith((".yaml", ".yml")) and Path(target).is_file():
+        spec_path = Path(target)
+    elif target:
+        inputs.require_extra()
+        if checkpoint.find(target)[0] is None:
+            raise InputError(Problem(f"no model folder or cached model {target!r} (looked in "
+                                     f"{checkpoint.find(target)[1]}; sdpa never downloads)",
+                                     field="MODEL"))
+        overrides["model"], flags["model"] = target, "MODEL"
+    else:
+        raise InputError(Problem("give a MODEL (folder or cached name) or a spec",
+                                 field="MODEL"))
+    return app.run_study("inspect", spec_path, overrides=overrides, flags=flags,
+                         settings=_settings(ctx))
+
+
 @cli.command("run", cls=ValueCommand,
              short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG

@@ -135,6 +135,15 @@ def _train_figures() -> Mapping[str, Renderer]:
             "train.loss_vs_lr": f.draw_loss_vs_lr}
 
 
+def _inspect() -> Study:
+    from sdpa_cli.studies.inspect import figures as f
+    from sdpa_cli.studies.inspect import inputs, run
+    from sdpa_cli.studies.inspect.spec import InspectSpec
+
+    return Study("inspect", InspectSpec, run.run, run.documented_problem,
+                 lambda: f.RENDERERS, limits=inputs.cost)
+
+
 # The registry: one line per study, in the order help and error messages list them.
 LOADERS: dict[str, Callable[[], Study]] = {
     "variance": _variance,
@@ -143,6 +152,7 @@ LOADERS: dict[str, Callable[[], Study]] = {
     "worked-example": _worked_example,
     "gradients": _gradients,
     "train": _train,
+    "inspect": _inspect,
 }
 NAMES: tuple[str, ...] = tuple(LOADERS)
 
