@@ -64,7 +64,7 @@ def tiny_models(out: Path) -> None:
                                    rms_norm_eps=1e-6))
     for name, model in (("gpt2", gpt2), ("llama", llama)):
         with torch.no_grad():  # biases and norm weights away from 0 and 1: they must matter
-            for pname, p in model.named_parameters():
+            for p in model.parameters():
                 if p.ndim == 1:
                     p.add_(torch.randn_like(p) * 0.1)
         model.save_pretrained(out / name, safe_serialization=True)

@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("safetensors")
 
-import inspect_fixtures as fx  # noqa: E402
+import inspect_fixtures as fx
 
-from sdpa_cli.numerics.models import gpt2, llama  # noqa: E402
-from sdpa_cli.numerics.models.common import erf, init_reader  # noqa: E402
-from sdpa_cli.numerics.models.stats import attention_stats, causal_mask  # noqa: E402
-from sdpa_cli.numerics.scaling import Scaling  # noqa: E402
-from sdpa_cli.studies.inspect.checkpoint import Weights, open_checkpoint  # noqa: E402
+from sdpa_cli.numerics.models import gpt2, llama
+from sdpa_cli.numerics.models.common import erf, init_reader
+from sdpa_cli.numerics.models.stats import attention_stats, causal_mask
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.studies.inspect.checkpoint import Weights, open_checkpoint
 
 
 def _layers(folder: Path, ids: np.ndarray, dtype: type = np.float64) -> list:

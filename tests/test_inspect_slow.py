@@ -18,9 +18,10 @@ import pytest
 pytest.importorskip("safetensors")
 pytest.importorskip("tokenizers")
 
-from sdpa_cli.numerics.models.stats import causal_mask, head_scores, softmax_rows  # noqa: E402
-from sdpa_cli.studies.inspect.checkpoint import Weights, find, open_checkpoint  # noqa: E402
-from inspect_fixtures import write_tokenizer  # noqa: E402
+from inspect_fixtures import write_tokenizer
+
+from sdpa_cli.numerics.models.stats import causal_mask, head_scores, softmax_rows
+from sdpa_cli.studies.inspect.checkpoint import Weights, find, open_checkpoint
 
 pytestmark = pytest.mark.slow
 TORCH = os.environ.get("SDPA_TORCH_PYTHON")

@@ -1,1 +1,1 @@
-"""Forward passes of real transformer families in NumPy, yielding what each layer's attention sees."""
+"""Forward passes of real transformer families in NumPy: what each layer's attention sees."""

@@ -82,7 +82,8 @@ _U0, _U1 = 1.0 / _TOP**2, 1.0 / _SPLIT**2
 
 def _fit(f: Callable[[F64], F64], degree: int) -> F64:
     """Power-basis coefficients in t ∈ [−1, 1], highest power first (for Horner)."""
-    out: F64 = chebyshev.cheb2poly(chebyshev.chebinterpolate(f, degree))[::-1]
+    cheb: Any = chebyshev.chebinterpolate  # numpy's stubs want a scalar-valued f
+    out: F64 = np.asarray(chebyshev.cheb2poly(cheb(f, degree)), dtype=np.float64)[::-1]
     return out
 
 

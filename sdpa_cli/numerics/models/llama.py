@@ -115,6 +115,7 @@ def forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         x = x + lin(p + "self_attn.o_proj", merge(attend(q, k, v, scale, causal=True)))
         m = rms_norm(x, w(p + "post_attention_layernorm.weight"), eps)
-        x = x + lin(p + "mlp.down_proj", act(lin(p + "mlp.gate_proj", m)) * lin(p + "mlp.up_proj", m))
+        gated = act(lin(p + "mlp.gate_proj", m)) * lin(p + "mlp.up_proj", m)
+        x = x + lin(p + "mlp.down_proj", gated)
         hidden = rms_norm(x, w("norm.weight"), eps) if i == layers - 1 else x
         yield LayerOut(q=q, k=k, scale=scale, causal=True, hidden=hidden)

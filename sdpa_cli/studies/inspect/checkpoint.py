@@ -96,9 +96,9 @@ class Checkpoint:
 
 def open_checkpoint(folder: Path) -> Checkpoint:
     """Validate everything that can be checked without loading a weight; InputError else."""
+    files = _weight_files(folder)  # first: a pickle-only folder is refused before all else
     config = _config(folder)
     family = _family(config, folder)
-    files = _weight_files(folder)
     tensors: dict[str, Tensor] = {}
     for f in files:
         for name, t in read_header(f).items():

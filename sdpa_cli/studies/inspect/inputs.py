@@ -55,11 +55,11 @@ def require_extra() -> None:
 
 def prepare(spec: InspectSpec) -> Inputs | Skipped:
     """Open and check everything; Skipped when the model is not on this machine."""
-    require_extra()
     folder, where = find(spec.model)
-    if folder is None:
+    if folder is None:  # a batch on a machine without the model (or the extra) skips it
         return Skipped(f"model {spec.model!r} is not on this machine (looked in {where}; "
                        "sdpa never downloads)")
+    require_extra()
     ckpt = open_checkpoint(folder)
     tok = load_tokenizer(ckpt.tokenizer)
     rows = ckpt.tensors[ckpt.family.embedding].shape[0]
@@ -122,22 +122,25 @@ def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
     """Peak bytes of tensors (the largest non-layer tensor and the largest layer, each held
     natively and converted) and of work (activations of the longest length, attention of one
     layer, one head's statistics in float64)."""
-    item = 8 if spec.dtype == "float64" or spec.weights == "init" else 4
+    item = 8 if spec.dtype == "float64" else 4
     per_layer: dict[str, int] = {}
     loose = 0
     widest = 1
     for name, t in ckpt.tensors.items():
         count = math.prod(t.shape)
+        # init draws float64 tensors; trained ones arrive as stored; both are then converted
+        held = max(t.nbytes, 8 * count if spec.weights == "init" else 0) + count * item
         m = re.search(r"(?:^|\.)(?:layer|layers|h)\.(\d+)\.", name)
         if m:
-            per_layer[m[1]] = per_layer.get(m[1], 0) + t.nbytes + count * item
+            per_layer[m[1]] = per_layer.get(m[1], 0) + held
             widest = max(widest, *t.shape)
         else:
-            loose = max(loose, t.nbytes + count * item)
-    layers, count, _, dim = ckpt.shape
+            loose = max(loose, held)
+    _, count, _, dim = ckpt.shape
     s, n = spec.sequences, max(spec.seq_len)
     acts = s * n * (12 * count * dim + 4 * widest) * item
-    attention = 4 * s * count * n * n * item + 12 * s * n * n * 8
+    # scores, weights and their masked copy in the forward; one head's statistics (float64)
+    attention = 3 * s * count * n * n * item + 10 * s * n * n * 8
     return loose + max(per_layer.values(), default=0), acts + attention
 
 

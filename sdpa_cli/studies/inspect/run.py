@@ -15,6 +15,7 @@ from sdpa_cli.studies.audit import Lookup, find_rows
 from sdpa_cli.studies.common import assemble, finite
 from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.inspect.checkpoint import Weights
+from sdpa_cli.studies.inspect.figures_data import figures
 from sdpa_cli.studies.inspect.findings import (
     SELECTORS,
     SUMMARIES,
@@ -23,7 +24,6 @@ from sdpa_cli.studies.inspect.findings import (
     layer_rows,
     summary_quantity,
 )
-from sdpa_cli.studies.inspect.figures_data import figures
 from sdpa_cli.studies.inspect.inputs import Inputs, Skipped, prepare
 from sdpa_cli.studies.inspect.rows import FIELDS, HEAD_COLUMNS, LAYER_COLUMNS, HeadRow
 from sdpa_cli.studies.inspect.spec import InspectSpec
