@@ -35,6 +35,7 @@ def draw_heatmaps(fig_data: Figure) -> Any:
             im = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
                            vmin=0 if field != "score_std" else None,
                            vmax=1 if field != "score_std" else None)
+            ax.grid(False)  # the house style's grid would cross every cell
             ax.set_title(f"{label} ({rule})", fontsize=9)
             ax.set_xlabel("head")
             ax.set_ylabel("layer")
@@ -69,6 +70,7 @@ def draw_entropy_vs_n(fig_data: Figure) -> Any:
     for label, ys in d["series"].items():
         ax.plot(d["n"], ys, "o-", label=label)
     ax.set_xscale("log")
+    ax.minorticks_off()  # only the measured n are labelled, as whole numbers
     ax.set_xticks(d["n"], [str(n) for n in d["n"]])
     ax.set_xlabel("n (keys, log scale)")
     ax.set_ylabel("entropy ÷ ln(keys seen), median head")
@@ -86,6 +88,7 @@ def draw_picture(fig_data: Figure) -> Any:
     size = min(11.0, 3.0 + 0.14 * len(tokens))
     fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
     im = ax.imshow(w, cmap="magma", vmin=0, vmax=1, interpolation="nearest")
+    ax.grid(False)
     ticks = range(len(tokens))
     ax.set_xticks(ticks, tokens, rotation=90, fontsize=6)
     ax.set_yticks(ticks, tokens, fontsize=6)

@@ -117,10 +117,13 @@ def findings(spec: InspectSpec, rows: Sequence[Row], shape: tuple[int, int, int,
             m_init = float(np.median([r["max_weight"] for r in init]))
             m_tr = float(np.median([r["max_weight"] for r in model]))
             e_init = float(np.median([r["entropy_ratio"] or 0.0 for r in init]))
+            init_none = groups.get(("init", n, "none"), [])
+            m_none = float(np.median([r["max_weight"] for r in init_none])) if init_none else 0
+            unscaled = f"; without scaling {m_none:.3f}" if init_none else ""
             out.append(f"n = {n}: at initialisation the raw q·k std is {plain(r_init)} in the "
                        f"median head (trained: {plain(float(np.median(raw)))}); largest weight "
-                       f"{m_init:.3f} against {m_tr:.3f} trained, entropy ratio {e_init:.3f} "
-                       "(1 is uniform).")
+                       f"{m_init:.3f} against {m_tr:.3f} trained{unscaled} (uniform: "
+                       f"{1 / n:.3f}); entropy ratio {e_init:.3f} (1 is uniform).")
     return tuple(out)
 
 
