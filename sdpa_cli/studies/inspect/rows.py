@@ -52,7 +52,7 @@ HEAD_COLUMNS = tuple(Column(f, f, "text" if f in ("weights", "scaling") else
                             "int" if f in ("seq_len", "layer", "head") else "g")
                      for f in FIELDS)
 LAYER_COLUMNS = (
-    Column("weights", "weights", "text", priority=3),
+    Column("weights", "weights", "text", priority=1),
     Column("seq_len", "n", "int", priority=0),
     Column("layer", "layer", "int", priority=0),
     Column("scaling", "rule", "text", priority=0),

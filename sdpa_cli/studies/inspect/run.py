@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,7 @@ from sdpa_cli.studies.inspect.findings import (
 from sdpa_cli.studies.inspect.inputs import Inputs, Skipped, prepare
 from sdpa_cli.studies.inspect.rows import FIELDS, HEAD_COLUMNS, LAYER_COLUMNS, HeadRow
 from sdpa_cli.studies.inspect.spec import InspectSpec
+from sdpa_cli.studies.inspect.text import default_path
 from sdpa_cli.studies.result import Check, Result, Table, as_row
 
 EDGES = np.linspace(-10.0, 10.0, 101)  # pooled scaled scores, against N(0, 1)
@@ -78,7 +82,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
              f"Model: {got.ckpt.folder} ({got.ckpt.family.name} family, "
              f"model_type {got.ckpt.config.get('model_type')}).",
              "Frozen row: ‖diag(p) − ppᵀ‖_F < 1e-3; saturated head: frozen share > ½.")
-    return assemble(
+    result = assemble(
         spec, study="inspect", title=f"Attention in {spec.model}",
         table=Table("heads", "Per head and rule", HEAD_COLUMNS, tuple(rows), terminal=False),
         tables=[Table("layers", "Per layer: medians and ranges over heads", LAYER_COLUMNS,
@@ -88,6 +92,25 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         notes=notes, figures=figures(spec, rows, hist, picture, got.ckpt.shape),
         findings=findings(spec, rows, got.ckpt.shape), expect=expect(),
     )
+    # what was read, so a result names its checkpoint, tokenizer and text exactly
+    return dataclasses.replace(result, extra={"inputs": _digests(spec, got)})
+
+
+def _digests(spec: InspectSpec, got: Inputs) -> dict[str, Any]:
+    files = [*got.ckpt.files, got.ckpt.tokenizer, got.ckpt.folder / "config.json"]
+    if not spec.random_tokens:
+        files += [Path(t) for t in spec.text] or [default_path()]
+    return {"model": str(got.ckpt.folder), "text": got.text,
+            "files": [{"path": str(f), "bytes": f.stat().st_size, "sha256": _sha256(f)}
+                      for f in files]}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, int, int],

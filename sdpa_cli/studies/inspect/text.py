@@ -58,14 +58,16 @@ def load_tokenizer(path: Path) -> Tokenizer:
                              file=str(path)))
 
 
+def default_path() -> Path:
+    """sdpa's README: package data in a wheel, the checkout's file in a development install."""
+    path = Path(str(resources.files("sdpa_cli").joinpath("_data/README.md")))
+    return path if path.is_file() else Path(__file__).resolve().parents[3] / "README.md"
+
+
 def default_text() -> tuple[str, str]:
     """sdpa's own README (package data in a wheel; the checkout's file in a development
     install), and the name to show for it."""
-    shipped = resources.files("sdpa_cli").joinpath("_data/README.md")
-    path = Path(str(shipped))
-    if not path.is_file():
-        path = Path(__file__).resolve().parents[3] / "README.md"
-    return path.read_text(encoding="utf-8"), "sdpa's README (no --text given)"
+    return default_path().read_text(encoding="utf-8"), "sdpa's README (no --text given)"
 
 
 def read_text(path: Path) -> str:
