@@ -190,3 +190,19 @@ def test_rules_rescale_the_same_scores():
     direct = np.einsum("snd,smd->snm", q[:, 0], k[:, 0]) * np.log(np.arange(1, 7))[:, None]
     kept = direct[:, causal_mask(6)]
     assert logn.score_std[0] == pytest.approx(kept.std())
+
+
+def test_pooling_over_sequences_equals_the_direct_statistics():
+    rng = np.random.default_rng(5)
+    q, k = 3 * rng.normal(size=(4, 2, 7, 5)), rng.normal(size=(4, 2, 7, 5)) + 0.5
+    mask = causal_mask(7)
+    st = attention_stats(q, k, Scaling.parse("sqrt"), mask)
+    for h in range(2):
+        s = np.einsum("snd,smd->snm", q[:, h], k[:, h]) / math.sqrt(5)
+        kept = s[:, mask]  # every unmasked pair of every sequence, pooled
+        assert st.score_std[h] == pytest.approx(kept.std(), rel=1e-12)
+        assert st.score_mean[h] == pytest.approx(kept.mean(), rel=1e-12)
+        e = np.where(mask, np.exp(s - s.max(axis=-1, keepdims=True)), 0.0)
+        p = e / e.sum(axis=-1, keepdims=True)
+        assert st.max_weight[h] == pytest.approx(p.max(axis=-1).mean(), rel=1e-12)
+        assert st.first_token_share[h] == pytest.approx(p[..., 0].mean(), rel=1e-12)

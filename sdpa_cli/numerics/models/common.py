@@ -171,15 +171,19 @@ def merge(x: Array) -> Array:
 
 
 def attend(q: Array, k: Array, v: Array, scale: float, causal: bool) -> Array:
-    """softmax(scale·q·kᵀ, masked) · v per head; k and v already carry one head per query head."""
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
-    if causal:
-        n = s.shape[-1]
-        s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf)
-    s = s - s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(axis=-1, keepdims=True)
-    out: Array = np.matmul(p, v)
+    """softmax(scale·q·kᵀ, masked) · v per head; k and v already carry one head per query head.
+    One sequence at a time: the n × n weights of one sequence's heads are held at once."""
+    n = q.shape[-2]
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
+    out: Array = np.empty((*q.shape[:-1], v.shape[-1]), dtype=np.result_type(q, v))
+    for i in range(q.shape[0]):
+        s = np.matmul(q[i], np.swapaxes(k[i], -1, -2)) * scale
+        if allowed is not None:
+            s = np.where(allowed, s, -np.inf)
+        s = s - s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=-1, keepdims=True)
+        out[i] = np.matmul(p, v[i])
     return out
 
 

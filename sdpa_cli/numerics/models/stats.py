@@ -73,38 +73,64 @@ def softmax_rows(s: F64, mask: Mask | None) -> F64:
 def attention_stats(q: NDArray[Any], k: NDArray[Any], rule: Scaling | float,
                     mask: Mask | None = None, edges: F64 | None = None) -> HeadStats:
     """Row statistics per head of q, k shaped (sequences, heads, n, d) under `rule` (a
-    Scaling, or the model's own multiplier on q·k as a number); mask (n, n) or None."""
-    _, count, n, _ = q.shape
+    Scaling, or the model's own multiplier on q·k as a number); mask (n, n) or None.
+
+    One (sequence, head) at a time, so memory is a few n × n arrays whatever the number of
+    sequences; the pooled moments are combined exactly (Chan et al.'s pairwise update)."""
+    seqs, count, n, _ = q.shape
     visible = mask if mask is not None else np.ones((n, n), dtype=bool)
     seen = visible.sum(axis=1)
     wide = seen > 1  # rows that see one key have no entropy to compare
     log_seen = np.log(np.maximum(seen, 2))
-    cols: dict[str, list[float]] = {name: [] for name in (
-        "score_std", "score_mean", "score_std_raw", "max_weight", "entropy_ratio",
-        "frozen_share", "first_token_share", "jacobian")}
-    counts = []
-    for h in range(count):
-        qh, kh = q[:, h], k[:, h]
-        raw = head_scores(qh, kh, 1.0, None)[:, visible]
-        s = head_scores(qh, kh, rule, mask)
-        kept = s[:, visible]
-        p = softmax_rows(s, mask)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            plogp = np.where(p > 0, p * np.log(p), 0.0)
-        entropy = -plogp.sum(axis=-1)
-        sq = np.einsum("...j,...j->...", p, p)
-        cube = np.einsum("...j,...j,...j->...", p, p, p)
-        jac = np.sqrt(np.maximum(sq - 2 * cube + sq * sq, 0.0))
-        cols["score_std"].append(float(kept.std()))
-        cols["score_mean"].append(float(kept.mean()))
-        cols["score_std_raw"].append(float(raw.std()))
-        cols["max_weight"].append(float(p.max(axis=-1).mean()))
-        cols["entropy_ratio"].append(float((entropy[:, wide] / log_seen[wide]).mean())
-                                     if wide.any() else math.nan)
-        cols["frozen_share"].append(float((jac < FROZEN_BELOW).mean()))
-        cols["first_token_share"].append(float(p[..., 0].mean()))
-        cols["jacobian"].append(float(jac.mean()))
-        if edges is not None:
-            counts.append(np.histogram(np.clip(kept, edges[0], edges[-1]), bins=edges)[0])
-    arrays = {name: np.array(v, dtype=np.float64) for name, v in cols.items()}
-    return HeadStats(**arrays, counts=np.array(counts, dtype=np.int64) if counts else None)
+    names = ("max_weight", "entropy_ratio", "frozen_share", "first_token_share", "jacobian")
+    sums = {name: np.zeros(count) for name in names}
+    moments = np.zeros((2, count, 3))  # (after the rule, raw) × head × (count, mean, M2)
+    counts = np.zeros((count, len(edges) - 1), dtype=np.int64) if edges is not None else None
+    for i in range(seqs):
+        for h in range(count):
+            qh, kh = q[i, h], k[i, h]
+            raw = head_scores(qh, kh, 1.0, None)
+            s = head_scores(qh, kh, rule, mask)
+            kept = s[visible]
+            _pool(moments[0, h], kept)
+            _pool(moments[1, h], raw[visible])
+            p = softmax_rows(s, mask)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                plogp = np.where(p > 0, p * np.log(p), 0.0)
+            entropy = -plogp.sum(axis=-1)
+            sq = np.einsum("ij,ij->i", p, p)
+            cube = np.einsum("ij,ij,ij->i", p, p, p)
+            jac = np.sqrt(np.maximum(sq - 2 * cube + sq * sq, 0.0))
+            sums["max_weight"][h] += p.max(axis=-1).sum()
+            sums["entropy_ratio"][h] += (entropy[wide] / log_seen[wide]).sum()
+            sums["frozen_share"][h] += (jac < FROZEN_BELOW).sum()
+            sums["first_token_share"][h] += p[:, 0].sum()
+            sums["jacobian"][h] += jac.sum()
+            if counts is not None and edges is not None:
+                counts[h] += np.histogram(np.clip(kept, edges[0], edges[-1]), bins=edges)[0]
+    rows = seqs * n
+    wide_rows = seqs * int(wide.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = sums["entropy_ratio"] / wide_rows if wide_rows else np.full(count, math.nan)
+    return HeadStats(
+        score_std=np.sqrt(moments[0, :, 2] / moments[0, :, 0]), score_mean=moments[0, :, 1],
+        score_std_raw=np.sqrt(moments[1, :, 2] / moments[1, :, 0]),
+        max_weight=sums["max_weight"] / rows, entropy_ratio=ratio,
+        frozen_share=sums["frozen_share"] / rows,
+        first_token_share=sums["first_token_share"] / rows,
+        jacobian=sums["jacobian"] / rows, counts=counts)
+
+
+def _pool(acc: F64, x: F64) -> None:
+    """Fold a sample into (count, mean, M2) in place: exact pooled mean and variance."""
+    m = float(x.size)
+    if m == 0:
+        return
+    mean = float(x.mean())
+    m2 = float(((x - mean) ** 2).sum())
+    n = acc[0]
+    total = n + m
+    delta = mean - acc[1]
+    acc[1] += delta * m / total
+    acc[2] += m2 + delta * delta * n * m / total
+    acc[0] = total

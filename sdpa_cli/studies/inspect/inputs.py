@@ -139,8 +139,9 @@ def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
     _, count, _, dim = ckpt.shape
     s, n = spec.sequences, max(spec.seq_len)
     acts = s * n * (12 * count * dim + 4 * widest) * item
-    # scores, weights and their masked copy in the forward; one head's statistics (float64)
-    attention = 3 * s * count * n * n * item + 10 * s * n * n * 8
+    # one sequence's scores, weights and masked copy in the forward; the statistics of one
+    # (sequence, head) in float64
+    attention = 3 * count * n * n * item + 10 * n * n * 8
     return loose + max(per_layer.values(), default=0), acts + attention
 
 
