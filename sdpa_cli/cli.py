@@ -281,7 +281,7 @@ def inspect_cmd(target: str | None, text: tuple[str, ...], **kwargs: Any) -> int
     if text:
         overrides["text"], flags["text"] = [str(Path(t).resolve()) for t in text], "--text"
     spec_path = None
-    if target and target.endswith((".yaml", ".yml")) and Path(target).is_file():
+    if target and target.endswith((".yaml", ".yml")):
         spec_path = Path(target)
     elif target:
         inputs.require_extra()

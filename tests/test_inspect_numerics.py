@@ -206,3 +206,15 @@ def test_pooling_over_sequences_equals_the_direct_statistics():
         p = e / e.sum(axis=-1, keepdims=True)
         assert st.max_weight[h] == pytest.approx(p.max(axis=-1).mean(), rel=1e-12)
         assert st.first_token_share[h] == pytest.approx(p[..., 0].mean(), rel=1e-12)
+
+
+def test_the_saturated_head_pattern_is_named_from_its_rows():
+    from sdpa_cli.studies.inspect.findings import pattern
+
+    shift = np.eye(6, k=-1)
+    shift[0, 0] = 1.0  # row 0 has no previous token
+    assert "the previous token in 100%" in pattern(shift, 0, 2)
+    assert "the token itself in 100%" in pattern(np.eye(6), 1, 0)
+    sink = np.zeros((6, 6))
+    sink[:, 0] = 1.0
+    assert "the first token in 100%" in pattern(sink, 1, 0)

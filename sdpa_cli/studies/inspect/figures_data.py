@@ -26,7 +26,8 @@ def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int
             list[int]], picture: Mapping[str, Any], shape: tuple[int, int, int, int]
             ) -> tuple[Figure, ...]:
     layers, heads, _, dim = shape
-    n0 = min(spec.seq_len)
+    n0 = sorted(spec.seq_len)[len(spec.seq_len) // 2]  # the middle length for the maps
+    first = min(spec.seq_len)  # the attention picture: the shortest, so labels stay readable
     rules = [r for r in ("model", "none") if any(x["scaling"] == r for x in rows)]
     maps = {rule: {f: _grid([r for r in rows if r["weights"] == "trained" and
                              r["seq_len"] == n0 and r["scaling"] == rule], f, layers, heads)
@@ -42,10 +43,11 @@ def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int
                                                       r["layer"] == layer and r["seq_len"] == n
                                                       and r["entropy_ratio"] is not None]))
                                      for n in sorted(spec.seq_len)]
-    model = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == n0
+    model = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == first
              and r["scaling"] == "model"]
     worst = max(model, key=lambda r: (r["frozen_share"], r["max_weight"]))
     weights = picture["weights"][worst["layer"]][worst["head"]]
+    sizes = f"{spec.model}, d_k = {dim}, {spec.sequences} sequences"
     where = f"{spec.model}, d_k = {dim}, n = {n0}, {spec.sequences} sequences"
     return (
         Figure("heatmaps", "inspect.heatmaps", "Per head: score std, largest weight, frozen "
@@ -55,7 +57,7 @@ def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int
                "N(0, 1)", {"edges": edges, "counts": pooled, "where": where}),
         Figure("entropy_vs_n", "inspect.entropy_vs_n", "Entropy ratio versus n (median head "
                "per layer, the model's rule)",
-               {"n": sorted(spec.seq_len), "series": entropy, "where": where}),
+               {"n": sorted(spec.seq_len), "series": entropy, "where": sizes}),
         Figure("attention_picture", "inspect.picture",
                f"Most saturated head: layer {worst['layer']} head {worst['head']} (frozen "
                f"{worst['frozen_share']:.0%})",

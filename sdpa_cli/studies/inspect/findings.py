@@ -132,3 +132,18 @@ def expect() -> tuple[str, ...]:
             "and saturate softmax; ÷√d_k brings them to about 1.",
             "Real heads are not independent random vectors: trained q and k align, so their "
             "spread differs from head to head.")
+
+
+def pattern(weights: Any, layer: int, head: int) -> str:
+    """Where one head's rows put their largest weight, on the pictured sequence: the previous
+    token, the token itself, or the first token, whichever is most common."""
+    w = np.asarray(weights)
+    rows = w.shape[0]
+    top = w.argmax(axis=-1)
+    idx = np.arange(rows)
+    shares = {"the previous token": float(np.mean(top[1:] == idx[1:] - 1)) if rows > 1 else 0.0,
+              "the token itself": float(np.mean(top == idx)),
+              "the first token": float(np.mean(top == 0))}
+    what, share = max(shares.items(), key=lambda kv: kv[1])
+    return (f"The most saturated head (layer {layer} head {head}) puts its largest weight on "
+            f"{what} in {share:.0%} of the rows of the pictured sequence.")

@@ -25,6 +25,7 @@ from sdpa_cli.studies.inspect.findings import (
     expect,
     findings,
     layer_rows,
+    pattern,
     summary_quantity,
 )
 from sdpa_cli.studies.inspect.inputs import Inputs, Skipped, prepare
@@ -90,10 +91,19 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         checks=checks, lookup=_lookup(rows), theory=(
             "Independent q, k with unit components: q·k has std √d_k; ÷√d_k makes it 1.",),
         notes=notes, figures=figures(spec, rows, hist, picture, got.ckpt.shape),
-        findings=findings(spec, rows, got.ckpt.shape), expect=expect(),
+        findings=(*findings(spec, rows, got.ckpt.shape), _pattern(spec, rows, picture)),
+        expect=expect(),
     )
     # what was read, so a result names its checkpoint, tokenizer and text exactly
     return dataclasses.replace(result, extra={"inputs": _digests(spec, got)})
+
+
+def _pattern(spec: InspectSpec, rows: Sequence[Row], picture: Mapping[str, Any]) -> str:
+    first = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == min(spec.seq_len)
+             and r["scaling"] == "model"]
+    worst = max(first, key=lambda r: (r["frozen_share"], r["max_weight"]))
+    return pattern(picture["weights"][worst["layer"]][worst["head"]], worst["layer"],
+                   worst["head"])
 
 
 def _digests(spec: InspectSpec, got: Inputs) -> dict[str, Any]:
