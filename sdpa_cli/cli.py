@@ -245,7 +245,7 @@ def gradients(spec_path: Path | None, **kwargs: Any) -> int:
 
 
 @cli.command("inspect", cls=StudyCommand,
-             short_help="Attention in a real checkpoint (BERT, GPT-2, Llama families).")
+             short_help="Attention in a real checkpoint (BERT, GPT-2, Llama).")
 @click.argument("target", metavar="MODEL or SPEC", required=False)
 @list_option("--seq-len", metavar="N [N ...]", help="Tokens per sequence (default 128).")
 @value_option("--sequences", metavar="K", help="Chunks of the text per length (default 8).")

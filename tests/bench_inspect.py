@@ -51,6 +51,7 @@ def main() -> None:
     ckpt = open_checkpoint(folder)
     tok = load_tokenizer(ckpt.tokenizer)
     ids = chunks(tok, tok.body(default_text()[0]), 128, 8, "README.md")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # interpreter, libraries
     best = float("inf")
     for _ in range(REPEATS):
         t = time.perf_counter()
@@ -62,6 +63,8 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     size = sum(f.stat().st_size for f in ckpt.files)
     out = {"threads": int(THREADS), "sdpa_seconds": best, "peak_rss_mb": rss / 2**20,
+           "rss_before_forward_mb": before / 2**20,
+           "forward_rss_over_weights": (rss - before) / size,
            "weights_mb": size / 2**20, "rss_over_weights": rss / size}
     torch_py = os.environ.get("SDPA_TORCH_PYTHON")
     if torch_py:

@@ -31,6 +31,9 @@ def shape(config: Mapping[str, Any]) -> tuple[int, int, int]:
     width, count, layers = (int(need(config, f)) for f in FIELDS)
     if count <= 0 or width % count:
         raise ConfigError(f"hidden_size {width} is not a multiple of num_attention_heads {count}")
+    kind = config.get("position_embedding_type", "absolute")
+    if kind != "absolute":  # relative_key(_query) adds terms to q·k that we do not compute
+        raise ConfigError(f"position_embedding_type {kind!r} is not supported (absolute only)")
     return layers, count, width // count
 
 
