@@ -149,6 +149,8 @@ BAD = {
                              "num_attention_heads"),
     "unknown-model-type": (lambda w: _config(w, model_type="mamba"), [],
                            "'mamba' is not supported; supported: bert, gpt2, llama"),
+    "relative-positions": (lambda w: _config(w, position_embedding_type="relative_key"), [],
+                           "position_embedding_type 'relative_key' is not supported"),
     "no-tokenizer": (lambda w: (model(w), (w / "m" / "tokenizer.json").unlink()), [],
                      "no tokenizer.json"),
     "vocab-too-big": (lambda w: model(w, vocab=30), [], "44 tokens but the embedding only 30"),
