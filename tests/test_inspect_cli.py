@@ -194,3 +194,15 @@ def test_an_unknown_model_name_is_refused(sdpa, workdir: Path, monkeypatch):
     got = sdpa("inspect", "org/none", "--out", "o")
     assert got.code == 2 and "sdpa never downloads" in got.err
     assert np.all([not (workdir / "o").exists()])
+
+
+def test_random_tokens_are_a_seeded_control(sdpa, workdir: Path):
+    model(workdir)
+    args = ("inspect", "m", "--random-tokens", "true", "--seed", "4", "--seq-len", "8",
+            "--sequences", "2", "--no-plots", "--format", "json")
+    first, again = sdpa(*args), sdpa(*args)
+    assert first.code == 0, first.err
+    assert first.json()["rows"] == again.json()["rows"]  # same seed, same draws
+    assert any("uniform random token ids" in n for n in first.json()["notes"])
+    other = sdpa(*args[:5], "5", *args[6:])
+    assert other.json()["rows"] != first.json()["rows"]
