@@ -43,6 +43,8 @@ def float64_llama() -> None:
         dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         base = cfg.rope_parameters["rope_theta"]
         inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        if self.rope_type != "default":  # rescaled in float32 by transformers: no float64 run
+            return rotary(self, x, position_ids)
         freqs = position_ids[..., None].double() * inv
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos(), emb.sin()
@@ -62,12 +64,25 @@ def tiny_models(out: Path) -> None:
                                    max_position_embeddings=64, rope_theta=500.0,
                                    attention_bias=True, initializer_range=INIT_STD,
                                    rms_norm_eps=1e-6))
-    for name, model in (("gpt2", gpt2), ("llama", llama)):
+    # RoPE's llama3 rescaling, with an original context short enough to matter at 40 tokens
+    llama3 = LlamaModel(LlamaConfig(hidden_size=64, num_attention_heads=4,
+                                    num_key_value_heads=2, head_dim=24, num_hidden_layers=2,
+                                    intermediate_size=96, vocab_size=101,
+                                    max_position_embeddings=64, initializer_range=INIT_STD,
+                                    rope_parameters={"rope_type": "llama3", "rope_theta": 500.0,
+                                                     "factor": 8.0, "low_freq_factor": 1.0,
+                                                     "high_freq_factor": 4.0,
+                                                     "original_max_position_embeddings": 16}))
+    for name, model in (("gpt2", gpt2), ("llama", llama), ("llama3", llama3)):
         with torch.no_grad():  # biases and norm weights away from 0 and 1: they must matter
             for p in model.parameters():
                 if p.ndim == 1:
                     p.add_(torch.randn_like(p) * 0.1)
         model.save_pretrained(out / name, safe_serialization=True)
+    # transformers computes rescaled RoPE frequencies in float32: compared on their own
+    (out / "ref").mkdir(exist_ok=True)
+    np.save(out / "ref" / "llama3-inv-freq.npy", llama3.rotary_emb.inv_freq.double().numpy(),
+            allow_pickle=False)
 
 
 def run(folder: Path, dest: Path, ids: np.ndarray, dtype: torch.dtype) -> dict[str, float]:
@@ -91,13 +106,14 @@ def main() -> None:
     out = Path(sys.argv[1])
     tiny_models(out)
     float64_llama()
-    folders = {"gpt2": out / "gpt2", "llama": out / "llama"}
+    folders = {"gpt2": out / "gpt2", "llama": out / "llama", "llama3": out / "llama3"}
     if len(sys.argv) > 2:
         folders["minilm"] = Path(sys.argv[2])
     facts: dict[str, float] = {}
     for name, folder in folders.items():
         ids = np.load(out / f"{name}-ids.npy", allow_pickle=False)
-        for dtype in (torch.float64, torch.float32):
+        # llama3-rescaled RoPE frequencies exist only in float32 in transformers
+        for dtype in (torch.float32,) if name == "llama3" else (torch.float64, torch.float32):
             facts.update(run(folder, out / "ref" / name, ids, dtype))
     print(json.dumps(facts))
 

@@ -20,6 +20,7 @@ pytest.importorskip("tokenizers")
 
 from inspect_fixtures import write_tokenizer
 
+from sdpa_cli.numerics.models import llama
 from sdpa_cli.numerics.models.stats import causal_mask, head_scores, softmax_rows
 from sdpa_cli.studies.inspect.checkpoint import Weights, find, open_checkpoint
 
@@ -39,6 +40,7 @@ def refs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, floa
     rng = np.random.default_rng(21)
     np.save(out / "gpt2-ids.npy", rng.integers(0, 101, size=(2, 40)), allow_pickle=False)
     np.save(out / "llama-ids.npy", rng.integers(0, 101, size=(2, 40)), allow_pickle=False)
+    np.save(out / "llama3-ids.npy", rng.integers(0, 101, size=(2, 40)), allow_pickle=False)
     minilm, _ = find(MINILM)
     argv = [TORCH, str(SCRIPT), str(out)]
     if minilm is not None:
@@ -47,7 +49,7 @@ def refs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, floa
         argv.append(str(minilm))
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    for name in ("gpt2", "llama"):  # sdpa reads a model folder with its tokenizer
+    for name in ("gpt2", "llama", "llama3"):  # sdpa reads a model folder with its tokenizer
         write_tokenizer(out / name, None)
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     return out, facts, minilm
@@ -70,14 +72,26 @@ def _compare(folder: Path, ref: Path, ids: np.ndarray, dtype: str) -> None:
     assert max(worst.values()) <= TOL[dtype], worst
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("name", ["gpt2", "llama"])
+@pytest.mark.parametrize(("name", "dtype"), [
+    ("gpt2", "float64"), ("gpt2", "float32"), ("llama", "float64"), ("llama", "float32"),
+    # transformers computes llama3-rescaled RoPE frequencies in float32 only: the float32
+    # forward here, the frequencies themselves in the test below
+    ("llama3", "float32")])
 def test_tiny_random_models_match_transformers(refs, name: str, dtype: str) -> None:
     out, facts, _ = refs
     # peaked heads, not uniform ones: a wrong scale or mask would show
     assert facts[f"{name}/{dtype}/mean_largest_weight"] > 0.5, facts
     ids = np.load(out / f"{name}-ids.npy")
     _compare(out / name, out / "ref" / name, ids, dtype)
+
+
+def test_llama3_rope_frequencies_match_transformers(refs) -> None:
+    out, _, _ = refs
+    want = np.load(out / "ref" / "llama3-inv-freq.npy")
+    config = json.loads((out / "llama3" / "config.json").read_text())
+    got = llama.rope_frequencies(config, 24)
+    assert np.abs(got / want - 1).max() < 3e-7  # float32's resolution, where transformers is
+    assert not np.allclose(got, llama.rope_frequencies({"rope_theta": 500.0}, 24))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
