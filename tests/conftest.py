@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,9 +95,19 @@ def study_examples() -> list:
 
 
 def example_spec(name: str, i: int, seed: int = 11):
-    """A study's i-th declared example as a loaded spec (validated, cost-guarded)."""
-    return loader.load(None, study=name, overrides={"seed": seed + i,
-                                                    **registry.get(name).examples[i]})
+    """A study's i-th declared example as a loaded spec (validated, cost-guarded); the files
+    a study's examples need (inspect's checkpoint) are written once per session."""
+    study = registry.get(name)
+    files = _example_files(name) if study.example_files is not None else {}
+    return loader.load(None, study=name, overrides={"seed": seed + i, **files,
+                                                    **study.examples[i]})
+
+
+@functools.cache
+def _example_files(name: str) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix=f"sdpa-example-{name}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return dict(registry.get(name).example_files(folder))
 
 
 def per_spec(paths: list[Path]) -> list:
