@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from sdpa_cli import batch
-from sdpa_cli import compare as compare_mod
+from sdpa_cli import comparison as compare_mod
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.options import ValueCommand, batch_options, ci_settings, default_workers
 from sdpa_cli.report import Settings
