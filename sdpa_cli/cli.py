@@ -10,6 +10,7 @@ import click
 from sdpa_cli import __version__
 from sdpa_cli.options import (
     SETTINGS,
+    FloatRange,
     StudyCommand,
     ValueCommand,
     batch_options,
@@ -278,7 +279,7 @@ def run_cmd(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast:
 @cli.command("compare", short_help="Compare two run folders or two batch folders.")
 @click.argument("a", metavar="A", type=click.Path(path_type=Path))
 @click.argument("b", metavar="B", type=click.Path(path_type=Path))
-@click.option("--tolerance", type=click.FloatRange(0, min_open=True), default=4.0,
+@click.option("--tolerance", type=FloatRange(0, min_open=True), default=4.0,
               show_default=True, metavar="K",
               help="Monte Carlo quantities agree when |A − B| ≤ K standard errors.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),

@@ -151,7 +151,7 @@ CORPUS = [
         {**spec("study: variance\ndims: [3]\npairs: 10\n"), "site/index.md": "mine",
          "real.json": "{}"}, "--out:", {"site/sdpa-batch.json": "../real.json"}),
     # --- a 5000-digit seed: one short line, no Python internals --------------------------------
-    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "is too large a whole number", {},
+    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "digits is beyond float64's range", {},
         "--seed: seed:"),
     Bad("pairs-beyond-int64", ["variance", "--pairs", "1e30"], "is too large a whole number",
         {}, "--pairs: pairs:"),
