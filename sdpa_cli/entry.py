@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -24,15 +25,26 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
+# click echoes a refused value whole ("'1000…0' is not one of 'github', 'none'"): a value of
+# 5000 characters would make a line of 5000. Any word this long is shown by its ends.
+_LONG_WORD = re.compile(r"\S{61,}")
+
+
+def _shorten(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return f"{word[:24]}…{word[-12:]} ({len(word)} characters)"
+
+
 def _click_line(e: click.ClickException) -> str:
     if isinstance(e, click.BadParameter) and e.param is not None:
         opts = getattr(e.param, "opts", None) or [e.param.name or "value"]
-        return f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
-    text = " ".join(e.format_message().split())
-    ctx = getattr(e, "ctx", None)
-    if ctx is not None and ctx.command_path:
-        text = f"{ctx.command_path}: {text}"
-    return text
+        text = f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
+    else:
+        text = " ".join(e.format_message().split())
+        ctx = getattr(e, "ctx", None)
+        if ctx is not None and ctx.command_path:
+            text = f"{ctx.command_path}: {text}"
+    return _LONG_WORD.sub(_shorten, text)
 
 
 def _flag_value(args: list[str], flag: str) -> str | None:
