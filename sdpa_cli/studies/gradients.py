@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -133,10 +133,11 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
     typed: list[GradientRow] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dims):
-        for rule, values in zip(spec.scalings, _values_at(spec, i, d, ctx), strict=True):
+        for j, (rule, values) in enumerate(zip(spec.scalings, _values_at(spec, i, d, ctx),
+                                               strict=True)):
             row = _row(spec, d, rule, values)
             typed.append(row)
-            checks.append(_check(row, k))
+            checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
     typed_slopes = slope_rows(spec, rows)
     checks.extend(slope_checks(spec, rows, typed_slopes, k))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -222,7 +223,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
                               spec.threshold, None)
             rows.append(row)
             if row.scores.theory_score_var is not None:
-                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores, k))
+                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores, k),
+                                      fields=("additive",)))
         if want_picture:
             picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
