@@ -16,7 +16,7 @@ from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.spec.gradients import GradientsSpec
 from sdpa_cli.studies.audit import Lookup, find_rows, pick, selector_problem, split_quantity
-from sdpa_cli.studies.common import assemble
+from sdpa_cli.studies.common import assemble, percent
 from sdpa_cli.studies.common import canonical as _canonical
 from sdpa_cli.studies.common import finite as _finite
 from sdpa_cli.studies.common import zscore as _z
@@ -74,7 +74,7 @@ COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
     Column("scaling", "scaling", "text", priority=0),
     Column("score_std", "score sd", priority=1),
-    Column("frozen_share", "frozen rows", priority=1),
+    Column("frozen_share", "frozen rows", "pct", priority=1),
     Column("grad_wq_mean", "‖∂W_Q‖ mean", priority=0),
     Column("grad_wq_median", "‖∂W_Q‖ median", priority=0),
     Column("grad_wq_se", "se", "e", priority=3),
@@ -244,7 +244,7 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
             f"{rule.label}: the gradient on W_Q {trend} from d_k = {lo} to {hi} (mean "
             f"{_g(first['grad_wq_mean'])} → {_g(last['grad_wq_mean'])}{fit}; median "
             f"{_g(first['grad_wq_median'])} → {_g(last['grad_wq_median'])}); frozen rows "
-            f"{first['frozen_share']:.1%} → {last['frozen_share']:.1%}.")
+            f"{percent(first['frozen_share'])} → {percent(last['frozen_share'])}.")
     raw = [r for r in rows if r["scaling"] == "none"]
     if lo != hi and raw and raw[0]["grad_wq_mean"] and raw[-1]["grad_wq_mean"] is not None:
         grows = raw[-1]["grad_wq_mean"] >= raw[0]["grad_wq_mean"]

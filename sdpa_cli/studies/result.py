@@ -15,7 +15,9 @@ class Column:
 
     key: str
     header: str
-    fmt: str = "g"  # "int", "g" (6 significant digits), "e" (scientific), "text", "list"
+    # "int", "g" (6 significant digits), "e" (scientific), "pct" (a share in percent),
+    # "text", "list"
+    fmt: str = "g"
     # Which columns a narrow terminal keeps: 0 always, then 1, 2, …; None: by position
     # (the first columns that name a row count as 0). Files always carry every column.
     priority: int | None = None

@@ -50,7 +50,7 @@ VECTOR_COLUMNS = (
     Column("implied_score_std", "implied s"),
     Column("mean_max_prob", "mean max weight"),
     Column("mean_entropy", "mean entropy"),
-    Column("saturated_fraction", "saturated"),
+    Column("saturated_fraction", "saturated", "pct"),
     Column("score_var_z", "score z", "f2"),
 )
 GAUSSIAN_COLUMNS = (
@@ -62,7 +62,7 @@ GAUSSIAN_COLUMNS = (
     Column("entropy_small_s", "ln n − (n−1)s²/2n"),
     Column("mean_participation", "mean Σp²"),
     Column("rem_participation", "REM 1 − s_c/s"),
-    Column("saturated_fraction", "saturated"),
+    Column("saturated_fraction", "saturated", "pct"),
 )
 
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
