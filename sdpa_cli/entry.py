@@ -27,7 +27,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 # click echoes a refused value whole ("'1000…0' is not one of 'github', 'none'"): a value of
 # 5000 characters would make a line of 5000. Any word this long is shown by its ends.
-_LONG_WORD = re.compile(r"\S{61,}")
+_LONG_WORD = re.compile(r"[^\s'\"`;,()]{61,}")  # quotes and punctuation stay outside
 
 
 def _shorten(match: re.Match[str]) -> str:

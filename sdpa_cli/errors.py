@@ -46,7 +46,7 @@ def one_line(text: str) -> str:
 
 # A message that quotes what it refuses ("unknown scaling '…'") would quote a 5000-character
 # flag value whole: a word this long is shown by its ends (paths keep their tail).
-_LONG_WORD = re.compile(r"\S{121,}")
+_LONG_WORD = re.compile(r"[^\s'\"`;,()]{121,}")  # quotes and punctuation stay outside
 
 
 def _ends(match: re.Match[str]) -> str:
