@@ -30,6 +30,13 @@ def fan(levels: int = 6) -> str:
     return "\n".join(lines) + "\n"
 
 
+def printed(value: str) -> str:
+    """A worked example whose one documented number is written as `value`."""
+    return ("study: worked-example\ntitle: t\nsource: s\nparts:\n"
+            "  - {name: p, kind: variance, values: [1, 2]}\ndocumented:\n"
+            f"  - {{where: x, quantity: variance.values, value: {value}}}\n")
+
+
 DEEP_ARRAY = "[" * LEVELS + "]" * LEVELS
 DEEP_OBJECT = '{"a": ' * LEVELS + "1" + "}" * LEVELS
 RUN = spec("study: variance\ndims: [3]\npairs: 10\n")
@@ -63,6 +70,18 @@ CORPUS = [
         spec(chain(2, 31, "study: worked-example\ntitle: t\nsource: s") +
              "parts:\n  - {name: p, kind: variance, values: [1, 2]}\ndocumented:\n"
              "  - {where: x, quantity: variance.values, value: *a1}\n"), "s.yaml:"),
+    # --- worked-example (and any documented:) values: printed numbers past float64 ----
+    Bad("printed-1e400", ["worked-example", "s.yaml"], "is beyond float64's range",
+        spec(printed('"1e400"')), "s.yaml:7:50: documented[0].value:"),
+    Bad("printed-times-ten-400", ["worked-example", "s.yaml"], "is beyond float64's range",
+        spec(printed('"1 × 10^400"')), "s.yaml:7:50: documented[0].value:"),
+    Bad("printed-exponent-5000-digits", ["worked-example", "s.yaml"],
+        "an exponent of 5000 digits", spec(printed(f'"1e{DIGITS}"')), "s.yaml:7:50:"),
+    Bad("printed-underflow", ["worked-example", "s.yaml"], "it would be read as 0",
+        spec(printed('"≈ 0.5e-400"')), "s.yaml:7:50:"),
+    Bad("printed-variance-documented", ["variance", "s.yaml"], "is beyond float64's range",
+        spec('study: variance\ndims: [3]\ndocumented:\n  - {where: x, quantity: variance, '
+             'row: {dim: 3, scaling: none}, value: "2e308"}\n'), "s.yaml:4:"),
     # --- JSON that sdpa reads back: planted 10⁵ deep, or not JSON -----------------------
     Bad("compare-deep-array", ["compare", "A", "B"], "results.json nests more than 64",
         planted("results.json", DEEP_ARRAY), "B/results.json:1:65:"),
