@@ -79,8 +79,18 @@ def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
             click.echo(line, err=True)
 
 
+def _drop_impossible_sizes(environ: dict[str, str] | os._Environ[str] = os.environ) -> None:
+    """Forget a COLUMNS or LINES no terminal could have: rich reads both wherever it makes a
+    console, and int() fails on "²" (isdigit() passes it) and on 5000 digits."""
+    for name in ("COLUMNS", "LINES"):
+        value = environ.get(name)
+        if value is not None and not (value.isascii() and value.isdigit() and len(value) <= 5):
+            del environ[name]
+
+
 def run(args: list[str]) -> int:
     """Run sdpa with these arguments and return the exit code (errors become one line)."""
+    _drop_impossible_sizes()
     try:
         result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
     except click.exceptions.Exit as e:

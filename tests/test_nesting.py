@@ -223,3 +223,25 @@ def test_a_number_beyond_float_range_is_one_line_for_every_flag(sdpa, workdir: P
         line = _one_line(sdpa(*base, flag, value))
         assert "int too large" not in line and "set_int_max_str_digits" not in line, line
     assert sorted(p.name for p in workdir.iterdir()) == ["A", "s.yaml"]  # nothing written
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "1" + "0" * 30, "²", "٣٣", "-80", "80 "])
+def test_a_terminal_size_no_terminal_has_is_forgotten(value):
+    from sdpa_cli.entry import _drop_impossible_sizes
+
+    environ = {"COLUMNS": value, "LINES": value, "OTHER": value}
+    _drop_impossible_sizes(environ)
+    assert environ == {"OTHER": value}
+    environ = {"COLUMNS": "132", "LINES": "50"}  # the control: a real size stays
+    _drop_impossible_sizes(environ)
+    assert environ == {"COLUMNS": "132", "LINES": "50"}
+
+
+def test_a_strange_terminal_size_falls_back_to_the_default(sdpa, workdir: Path, monkeypatch):
+    # COLUMNS and LINES are read as numbers (by sdpa and by rich): 5000 digits passed
+    # isdigit() and then failed int() (an internal error); so does "²" at any length.
+    monkeypatch.setenv("COLUMNS", "9" * 5000)
+    monkeypatch.setenv("LINES", "²")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-write")
+    assert r.code == 0, r.err
+    assert max(len(line) for line in r.err.splitlines()) <= 140
