@@ -55,8 +55,14 @@ def _rewrite(source: Path, style: str) -> tuple[str, list[tuple[int, int]]]:
     return "\n".join(lines) + "\n", expected
 
 
-@pytest.mark.parametrize("style", ["flow", "block"])
-@pytest.mark.parametrize("name", SPECS)
+# The case (a worked example, both styles) and one other study in the quick tier.
+QUICK = {("worked-example/i-am-happy.yaml", "flow"), ("worked-example/i-am-happy.yaml", "block"),
+         ("variance/dims-1-2-3.yaml", "flow")}
+
+
+@pytest.mark.parametrize("name, style", [
+    pytest.param(n, s, marks=() if (n, s) in QUICK else pytest.mark.slow)
+    for n in SPECS for s in ("flow", "block")])
 def test_every_audited_number_is_annotated_at_its_entry(sdpa, workdir: Path, name, style):
     text, expected = _rewrite(EXPERIMENTS / name, style)
     (workdir / "specs").mkdir()
