@@ -21,9 +21,9 @@ from sdpa_cli.errors import (
     SdpaError,
 )
 from sdpa_cli.framework.result import Result
+from sdpa_cli.jsonio import load_json
 from sdpa_cli.report import batch as batch_report
 from sdpa_cli.report import manifest, unchanged
-from sdpa_cli.report.manifest import load_json
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.spec.common import SpecBase
@@ -137,7 +137,7 @@ def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
     if status is None:
         return None
     try:  # the folder's own result, so every report reads it as if it had just run
-        result = Result.from_json(load_json(p.target / "results.json"))
+        result = Result.from_json(load_json(p.target / "results.json", what="results.json"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return Outcome(p, status, result=result, seconds=time.time() - started,
@@ -246,7 +246,7 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     # index.md and report.html: sdpa's own or absent, checked before any work
     report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
                        else "--out")
-    record = selection.read_last_failed(settings.root)
+    record = selection.read_last_failed(settings.root, strict=last_failed)
     if keyword is not None or last_failed:
         chosen = selection.select([(p.target.name, p.spec.study) for p in planned],
                                   expr=keyword, last_failed=record if last_failed else None)

@@ -11,7 +11,13 @@ import click
 from sdpa_cli import batch
 from sdpa_cli import comparison as compare_mod
 from sdpa_cli.errors import InputError, Problem
-from sdpa_cli.options import ValueCommand, batch_options, ci_settings, default_workers
+from sdpa_cli.options import (
+    FloatRange,
+    ValueCommand,
+    batch_options,
+    ci_settings,
+    default_workers,
+)
 from sdpa_cli.report import Settings
 
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
@@ -47,7 +53,7 @@ def run(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: boo
 @click.command("compare")
 @click.argument("a", metavar="A", type=click.Path(path_type=Path))
 @click.argument("b", metavar="B", type=click.Path(path_type=Path))
-@click.option("--tolerance", type=click.FloatRange(0, min_open=True), default=4.0,
+@click.option("--tolerance", type=FloatRange(0, min_open=True), default=4.0,
               show_default=True, metavar="K",
               help="Monte Carlo quantities agree when |A − B| ≤ K standard errors.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),

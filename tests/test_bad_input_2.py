@@ -151,7 +151,7 @@ CORPUS = [
         {**spec("study: variance\ndims: [3]\npairs: 10\n"), "site/index.md": "mine",
          "real.json": "{}"}, "--out:", {"site/sdpa-batch.json": "../real.json"}),
     # --- a 5000-digit seed: one short line, no Python internals --------------------------------
-    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "is too large a whole number", {},
+    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "digits is beyond float64's range", {},
         "--seed: seed:"),
     Bad("pairs-beyond-int64", ["variance", "--pairs", "1e30"], "is too large a whole number",
         {}, "--pairs: pairs:"),
@@ -427,7 +427,7 @@ def test_compare_refuses_a_huge_results_json_without_reading_it(sdpa, workdir: P
     r = sdpa("compare", "A", "B")
     lines = r.err.strip().splitlines()
     assert r.code == 2 and len(lines) == 1, r.err
-    assert lines[0].startswith("A:") and "more than sdpa writes" in lines[0]
+    assert lines[0].startswith("A/results.json:") and "more than sdpa writes" in lines[0]
 
 
 @pytest.mark.slow  # reads 6 GB (of sparse zeros): about 12 s
@@ -451,7 +451,9 @@ def test_compare_of_huge_figures_uses_bounded_memory(sdpa, workdir: Path):
 
 
 @pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge"])
-def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: Path, how):
+def test_a_planted_last_failed_record_is_refused_not_read_whole(sdpa, workdir: Path, how):
+    # Issue 25: with --last-failed the record chooses what runs, so one that cannot be sdpa's
+    # is bad input (one line, exit 2), found without blocking on it or reading it whole.
     (workdir / "s.yaml").write_text("study: variance\ndims: [3]\npairs: 10\nseed: 1\n",
                                     encoding="utf-8")
     record = workdir / "R" / ".sdpa-lastfailed.json"
@@ -463,6 +465,11 @@ def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: P
     else:
         _sparse(record)
     r = sdpa("run", "s.yaml", "--out", "R", "--lf", "--no-plots", "-q")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert lines[0].startswith("R/.sdpa-lastfailed.json: ") and "last-failed record" in lines[0]
+    assert [p.name for p in record.parent.iterdir()] == [record.name]  # nothing written
+    r = sdpa("run", "s.yaml", "--out", "R", "--no-plots", "-q")  # not choosing by it: no record
     assert r.code == 0, r.err
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from sdpa_cli.documents import DOCUMENTS, document_of, place
 from sdpa_cli.framework.result import Result
+from sdpa_cli.jsonio import load_json
 from sdpa_cli.report import manifest
-from sdpa_cli.report.manifest import load_json
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.runfolder import MARKER
 
@@ -69,8 +69,8 @@ def is_batch_folder(root: Path) -> bool:
 
 def _read(folder: Path) -> Entry:
     try:
-        doc = load_json(folder / RESULTS)
-        manifest = load_json(folder / MARKER)
+        doc = load_json(folder / RESULTS, what=RESULTS)
+        manifest = load_json(folder / MARKER, what=MARKER)
         result = Result.from_json(doc)
     except (OSError, ValueError, TypeError, KeyError) as e:
         return Entry(folder.name, "unreadable", error=f"{RESULTS} or {MARKER} cannot be read: "

@@ -49,7 +49,8 @@ class LayerRow:
 FIELDS = row_fields(HeadRow)
 
 HEAD_COLUMNS = tuple(Column(f, f, "text" if f in ("weights", "scaling") else
-                            "int" if f in ("seq_len", "layer", "head") else "g")
+                            "int" if f in ("seq_len", "layer", "head") else
+                            "pct" if f.endswith("_share") else "g")
                      for f in FIELDS)
 LAYER_COLUMNS = (
     Column("weights", "weights", "text", priority=1),

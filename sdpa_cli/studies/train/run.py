@@ -221,7 +221,7 @@ def _checks(spec: TrainSpec, rows: list[TrainRow]) -> list[Check]:
         detail = (f"no configuration reaches {spec.target_accuracy:g} accuracy in every seed "
                   f"within {spec.steps} steps: the task is not learnt, so the runs compare "
                   "nothing; raise steps or lower target_accuracy")
-    return [Check("task learnt", bool(full), detail)]
+    return [Check("task learnt", bool(full), detail, fields=("steps",))]
 
 
 def _theory(spec: TrainSpec) -> tuple[str, ...]:

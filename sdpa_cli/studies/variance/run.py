@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from sdpa_cli.framework.audit import (
@@ -61,10 +62,10 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
             cosine=want_cosine, scale=scale, tick=ctx.tick,
         )
         per_dim.append((d, mom, stats))
-        for scaling in spec.scalings:
+        for j, scaling in enumerate(spec.scalings):
             row = _row(d, scaling, law, unit, mom, stats, k)
             typed.append(row)
-            checks.append(_check(row, k))
+            checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
     return assemble(
         spec, study="variance", title="Dot-product variance versus dimension",
