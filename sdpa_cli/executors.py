@@ -14,8 +14,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import sdpa_cli
 from sdpa_cli import process
 from sdpa_cli.errors import InputError, Problem, RunError, SchedulerLost
+from sdpa_cli.report.unchanged import code_digest
 
 if TYPE_CHECKING:
     from sdpa_cli.report import Settings
@@ -31,7 +33,6 @@ CONNECT_TIMEOUT = "10s"  # to reach a tcp:// scheduler before giving up (exit 1,
 @dataclass(frozen=True)
 class Scheduler:
     """A parsed scheduler address: `local:N` or a distributed scheduler's URL."""
-
     address: str  # "" for a LocalCluster sdpa starts itself
     local_workers: int  # N of local:N; 0 for a remote scheduler
     source: str  # "--scheduler" or "SDPA_SCHEDULER", to name it in messages
@@ -39,6 +40,11 @@ class Scheduler:
     @property
     def local(self) -> bool:
         return self.local_workers > 0
+
+
+def _short(value: str) -> str:
+    """A scheduler address for a one-line message: a 5000-character one by its ends."""
+    return value if len(value) <= 60 else f"{value[:24]}…{value[-12:]} ({len(value)} characters)"
 
 
 def resolve(flag: str | None, environ: Mapping[str, str] = os.environ) -> Scheduler | None:
@@ -54,15 +60,17 @@ def resolve(flag: str | None, environ: Mapping[str, str] = os.environ) -> Schedu
     value = value.strip()
     local = _LOCAL.match(value)
     if local:
-        n = int(local.group(1))
+        digits = local.group(1).lstrip("0")
+        # counted before int(): 5000 digits would exceed Python's limit on parsing them
+        n = int(digits) if 0 < len(digits) <= 6 else (0 if not digits else _MAX_LOCAL + 1)
         if not 1 <= n <= _MAX_LOCAL:
-            raise InputError(_problem(source, f"local:{n}: N must be 1 to {_MAX_LOCAL} worker "
-                                              "processes"))
+            raise InputError(_problem(source, f"{_short(value)}: N must be 1 to {_MAX_LOCAL} "
+                                              "worker processes"))
         scheduler = Scheduler("", n, source)
     elif _REMOTE.match(value):
         scheduler = Scheduler(value, 0, source)
     else:
-        raise InputError(_problem(source, f"{value!r} is not a scheduler address; give "
+        raise InputError(_problem(source, f"{_short(value)!r} is not a scheduler address; give "
                                           "tcp://HOST:PORT (a running Dask scheduler) or local:N "
                                           "(start N worker processes here)"))
     if not dask_installed():
@@ -85,7 +93,6 @@ class ClusterExecutor(Executor):
     Errors raised by the work itself pass through unchanged. `slots` (the cluster's threads)
     tells fold_blocks how many blocks to keep in flight.
     """
-
     def __init__(self, client: Any, where: str) -> None:
         from distributed import KilledWorker
         from distributed.comm.core import CommClosedError
@@ -228,8 +235,6 @@ def _versions() -> tuple[str, str, str, str]:
     version string), NumPy's and Python's versions."""
     import numpy
 
-    import sdpa_cli
-    from sdpa_cli.report.unchanged import code_digest
 
     return (sdpa_cli.__version__, f"code {code_digest()[:12]}", numpy.__version__,
             sys.version.split()[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -12,6 +13,10 @@ import click
 
 from sdpa_cli import process
 from sdpa_cli.errors import InputError, Problem, control_name, is_control, one_line
+from sdpa_cli.report.ci_files import report_path_problem
+from sdpa_cli.report.manifest import BATCH_NAME
+from sdpa_cli.report.runfolder import BATCH_FILES
+from sdpa_cli.spec.yamlio import OutOfRange, scalar
 
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
@@ -106,7 +111,6 @@ def check_values(command: click.Command, args: list[str]) -> None:
 
 class ValueCommand(click.Command):
     """A command whose flags never swallow the next flag or take an empty value."""
-
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         check_values(self, list(args))
         return super().parse_args(ctx, args)
@@ -114,7 +118,6 @@ class ValueCommand(click.Command):
 
 class StudyCommand(ValueCommand):
     """A command whose list options read every value up to the next option."""
-
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         check_values(self, list(args))
         list_opts = {
@@ -126,7 +129,6 @@ class StudyCommand(ValueCommand):
 
 class ListType(click.ParamType):
     """A comma-joined list; items stay text and are typed like YAML values later."""
-
     name = "LIST"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -140,6 +142,29 @@ class ListType(click.ParamType):
 
 
 LIST = ListType()
+
+
+class _Short:
+    """A number flag whose value is refused, before int()/float() sees it, when it is longer
+    than any number in range could be: click would echo all 5000 digits of it, and Python
+    refuses to parse more than 4300. A float beyond float64's range (1e400) would become inf."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> Any:
+        if isinstance(value, str) and len(value.strip()) > 32:
+            self.fail(f"{_short(value.strip())} is not a number in range", param, ctx)  # type: ignore[attr-defined]
+        out = super().convert(value, param, ctx)  # type: ignore[misc]
+        if isinstance(out, float) and not math.isfinite(out):
+            self.fail(f"{value} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+        return out
+
+
+class IntRange(_Short, click.IntRange):
+    """click.IntRange with short refusals of overlong values."""
+
+
+class FloatRange(_Short, click.FloatRange):
+    """click.FloatRange with short refusals of overlong and infinite values."""
 
 
 class SpecOption(click.Option):
@@ -165,20 +190,37 @@ def flag_of(param: click.Parameter) -> str:
 def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
     """The spec fields given on the command line (typed like YAML values) and the flag
     behind each, read from the command's own SpecOptions."""
-    from sdpa_cli.spec.yamlio import scalar
-
     overrides: dict[str, Any] = {}
     flags: dict[str, str] = {}
     for param in ctx.command.params:
         if not isinstance(param, SpecOption) or param.name is None:
             continue
         value = ctx.params.get(param.name)
+        if isinstance(value, tuple):  # a list flag given more than once: one list
+            value = [item for part in value for item in part] or None
         if value is None:
             continue
-        overrides[param.name] = ([scalar(v) for v in value] if isinstance(value, list)
-                                 else scalar(value))
+        if isinstance(value, bool):  # a switch
+            overrides[param.name] = value
+            flags[param.name] = flag_of(param)
+            continue
+        items = value if isinstance(value, list) else [value]
+        typed = []
+        for i, item in enumerate(items):
+            try:
+                typed.append(scalar(item))
+            except OutOfRange as e:
+                where = f"{param.name}[{i}]" if isinstance(value, list) else param.name
+                said = str(e) if str(e).startswith("a whole number") else f"{_short(item)} {e}"
+                raise InputError(Problem(said, flag=flag_of(param), field=where)) from None
+        overrides[param.name] = typed if isinstance(value, list) else typed[0]
         flags[param.name] = flag_of(param)
     return overrides, flags
+
+
+def _short(text: str, limit: int = 24) -> str:
+    """A flag's value for a one-line message: a 5000-digit number is shown by its ends."""
+    return text if len(text) <= limit else f"{text[:10]}…{text[-6:]} ({len(text)} characters)"
 
 
 def default_workers() -> int:
@@ -207,7 +249,7 @@ def _svg() -> Callable:
 
 
 def _dpi() -> Callable:
-    return click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
+    return click.option("--dpi", type=IntRange(30, 1200), default=None, metavar="N",
                         help="PNG resolution in pixels per inch (default 110, for screens; "
                              "300 for print).")
 
@@ -221,7 +263,7 @@ def _quiet(help: str = "No table or progress; a failure still prints one line.")
 
 
 def _workers(default: Any = default_workers) -> Callable:
-    return click.option("--workers", type=click.IntRange(1, 64), default=default, metavar="N",
+    return click.option("--workers", type=IntRange(1, 64), default=default, metavar="N",
                         show_default="CPU count, at most 8",
                         help="Threads drawing blocks; results are identical for any value.")
 
@@ -279,10 +321,6 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
     """report.Settings fields from the CI flags a command was given. A report aimed inside
     the run folder the command writes, inside any sdpa run folder, or over a batch folder's
     own files is refused here, before anything runs."""
-    from sdpa_cli.report.ci import report_path_problem
-    from sdpa_cli.report.manifest import BATCH_NAME
-    from sdpa_cli.report.runfolder import BATCH_FILES
-
     junit, quality = params.get("junit_xml"), params.get("codequality")
     for flag, given in (("--junit-xml", junit), ("--codequality", quality)):
         if not given:

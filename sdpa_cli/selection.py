@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
-from sdpa_cli.report.manifest import load_json
+from sdpa_cli.jsonio import JsonError, load_json
+from sdpa_cli.report.runfolder import write_atomic
 
 LAST_FAILED = ".sdpa-lastfailed.json"
 
@@ -16,10 +18,20 @@ Matcher = Callable[[set[str]], bool]  # the words of a spec (name, study) → se
 
 _TOKEN = re.compile(r"\s*(?:(\()|(\))|([^\s()]+))")
 _WORDS = {"and", "or", "not"}
+# A -k expression names a few specs; the parser recurses once per '(' (four frames each), so
+# 50 000 of them would end in RecursionError instead of a message.
+MAX_LENGTH = 1000  # characters
+MAX_DEPTH = 32  # parentheses inside parentheses
 
 
 def _bad(message: str) -> InputError:
     return InputError(Problem(message, flag="-k"))
+
+
+def _short(expr: str, limit: int = 60) -> str:
+    """repr() of the expression for a one-line message, cut to `limit` characters."""
+    shown = repr(expr)
+    return shown if len(shown) <= limit else shown[:limit - 4] + "...'"
 
 
 def _tokens(expr: str) -> list[str]:
@@ -36,11 +48,14 @@ def _tokens(expr: str) -> list[str]:
 class _Parser:
     """expr := or; or := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom;
     atom := '(' or ')' | WORD (a case-insensitive substring of the spec's name or study)."""
-
     def __init__(self, expr: str) -> None:
+        if len(expr) > MAX_LENGTH:
+            raise _bad(f"the expression is {len(expr)} characters long; at most {MAX_LENGTH}: "
+                       "select by a shorter expression (a name, a study, and/or/not)")
         self.expr = expr
         self.tokens = _tokens(expr)
         self.i = 0
+        self.depth = 0
 
     def peek(self) -> str | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -55,7 +70,7 @@ class _Parser:
             raise _bad("empty expression; give a name or study, e.g. -k variance")
         matcher = self.or_()
         if self.peek() is not None:
-            raise _bad(f"unexpected {self.peek()!r} in {self.expr!r}")
+            raise _bad(f"unexpected {_short(str(self.peek()), 30)} in {_short(self.expr)}")
         return matcher
 
     def or_(self) -> Matcher:
@@ -73,25 +88,32 @@ class _Parser:
         return parts[0] if len(parts) == 1 else lambda w: all(p(w) for p in parts)
 
     def not_(self) -> Matcher:
-        if self.peek() == "not":
+        negate = False
+        while self.peek() == "not":  # a loop, not a recursion: `not not … x` at any length
             self.take()
-            inner = self.not_()
-            return lambda w: not inner(w)
-        return self.atom()
+            negate = not negate
+        inner = self.atom()
+        return (lambda w: not inner(w)) if negate else inner
 
     def atom(self) -> Matcher:
         token = self.peek()
         if token is None:
-            raise _bad(f"{self.expr!r} ends where a name or '(' was expected")
+            raise _bad(f"{_short(self.expr)} ends where a name or '(' was expected")
         self.take()
         if token == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _bad(f"parentheses nested more than {MAX_DEPTH} deep; at most "
+                           f"{MAX_DEPTH}: remove the extra ones")
             inner = self.or_()
             if self.peek() != ")":
-                raise _bad(f"missing ')' in {self.expr!r}")
+                raise _bad(f"missing ')' in {_short(self.expr)}")
             self.take()
+            self.depth -= 1
             return inner
         if token == ")" or token in _WORDS:
-            raise _bad(f"unexpected {token!r} in {self.expr!r}; a name or '(' was expected")
+            raise _bad(f"unexpected {token!r} in {_short(self.expr)}; a name or '(' was "
+                       "expected")
         needle = token.lower()
         return lambda words: any(needle in w for w in words)
 
@@ -108,11 +130,18 @@ def words(name: str, study: str) -> set[str]:
 # --- --last-failed ----------------------------------------------------------------------------
 
 
-def read_last_failed(root: Path) -> set[str] | None:
-    """Names that failed in the last batch written to root (None: no record)."""
+def read_last_failed(root: Path, *, strict: bool = False) -> set[str] | None:
+    """Names that failed in the last batch written to root (None: no record). With `strict`
+    (--last-failed chooses the specs by it) a record that cannot be sdpa's (a planted array
+    nested 200 000 deep, bad JSON, a FIFO) is bad input: one line, exit 2; without, it is
+    no record."""
+    if not os.path.lexists(root / LAST_FAILED):
+        return None
     try:
-        doc = load_json(root / LAST_FAILED)
-    except (OSError, ValueError):
+        doc = load_json(root / LAST_FAILED, what="the last-failed record")
+    except JsonError:
+        if strict:
+            raise
         return None
     failed = doc.get("failed") if isinstance(doc, dict) else None
     return {str(n) for n in failed} if isinstance(failed, list) else None
@@ -131,7 +160,6 @@ def updated_last_failed(previous: set[str] | None, ran: Iterable[tuple[str, str]
 
 
 def write_last_failed(root: Path, failed: set[str]) -> None:
-    from sdpa_cli.report.runfolder import write_atomic
 
     doc = {"schema_version": 1, "failed": sorted(failed)}
     write_atomic(root / LAST_FAILED, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))

@@ -13,7 +13,8 @@ import math
 import pytest
 from conftest import EXPERIMENTS
 
-from sdpa_cli import registry, spec
+from sdpa_cli import loader as spec
+from sdpa_cli import registry
 from sdpa_cli.framework.audit import compare
 from sdpa_cli.framework.causes import classify, grouped, tally
 from sdpa_cli.framework.result import Result, audit_from_json

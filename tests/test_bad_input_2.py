@@ -151,7 +151,7 @@ CORPUS = [
         {**spec("study: variance\ndims: [3]\npairs: 10\n"), "site/index.md": "mine",
          "real.json": "{}"}, "--out:", {"site/sdpa-batch.json": "../real.json"}),
     # --- a 5000-digit seed: one short line, no Python internals --------------------------------
-    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "is too large a whole number", {},
+    Bad("seed-5000-digits", ["variance", "--seed", DIGITS], "digits is beyond float64's range", {},
         "--seed: seed:"),
     Bad("pairs-beyond-int64", ["variance", "--pairs", "1e30"], "is too large a whole number",
         {}, "--pairs: pairs:"),
@@ -351,13 +351,6 @@ def test_fifo_is_refused_without_blocking(sdpa, workdir: Path):
     assert "not a regular file" in r.err and len(r.err.strip().splitlines()) == 1
 
 
-def test_every_study_has_a_guard():
-    from sdpa_cli import registry
-
-    for name in registry.NAMES:
-        assert registry.get(name).limits is not None, name
-
-
 def test_the_fake_run_folder_is_replaced_when_it_is_sdpa_s(sdpa, workdir: Path):
     # The control for the marker cases above: unchanged, the same folder is sdpa's to replace,
     # so each refusal above comes from the one thing its case changed.
@@ -434,7 +427,7 @@ def test_compare_refuses_a_huge_results_json_without_reading_it(sdpa, workdir: P
     r = sdpa("compare", "A", "B")
     lines = r.err.strip().splitlines()
     assert r.code == 2 and len(lines) == 1, r.err
-    assert lines[0].startswith("A:") and "more than sdpa writes" in lines[0]
+    assert lines[0].startswith("A/results.json:") and "more than sdpa writes" in lines[0]
 
 
 @pytest.mark.slow  # reads 6 GB (of sparse zeros): about 12 s
@@ -458,7 +451,9 @@ def test_compare_of_huge_figures_uses_bounded_memory(sdpa, workdir: Path):
 
 
 @pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge"])
-def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: Path, how):
+def test_a_planted_last_failed_record_is_refused_not_read_whole(sdpa, workdir: Path, how):
+    # Issue 25: with --last-failed the record chooses what runs, so one that cannot be sdpa's
+    # is bad input (one line, exit 2), found without blocking on it or reading it whole.
     (workdir / "s.yaml").write_text("study: variance\ndims: [3]\npairs: 10\nseed: 1\n",
                                     encoding="utf-8")
     record = workdir / "R" / ".sdpa-lastfailed.json"
@@ -470,6 +465,11 @@ def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: P
     else:
         _sparse(record)
     r = sdpa("run", "s.yaml", "--out", "R", "--lf", "--no-plots", "-q")
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert lines[0].startswith("R/.sdpa-lastfailed.json: ") and "last-failed record" in lines[0]
+    assert [p.name for p in record.parent.iterdir()] == [record.name]  # nothing written
+    r = sdpa("run", "s.yaml", "--out", "R", "--no-plots", "-q")  # not choosing by it: no record
     assert r.code == 0, r.err
 
 
@@ -520,10 +520,10 @@ def test_a_step_summary_fifo_fails_without_blocking(sdpa, workdir: Path, monkeyp
 
 def test_the_worked_weights_figure_draws_a_bounded_number_of_parts():
     # 1500 attention parts drew one figure of 1500 panels: over a minute, gigapixels
+    from sdpa_cli import loader as spec_mod
     from sdpa_cli import registry
-    from sdpa_cli import spec as spec_mod
-    from sdpa_cli.studies.worked_example import replay as worked
     from sdpa_cli.framework.context import RunContext
+    from sdpa_cli.studies.worked_example import replay as worked
 
     parts = [{"name": f"p{i}", "kind": "attention", "tokens": ["a", "b"],
               "scores": [[1, 2], [3, 4]], "d_k": 2} for i in range(30)]

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from rich.console import Console
 
-from sdpa_cli import spec as specs
+from sdpa_cli import loader as specs
 from sdpa_cli.framework.result import Check, Result, Table
 from sdpa_cli.framework.wording import MATERIAL, move
 from sdpa_cli.numerics.sampling import PairLaw

@@ -15,10 +15,10 @@ from conftest import write_spec
 
 from sdpa_cli import report
 from sdpa_cli.documents import DOCUMENTS, place
+from sdpa_cli.framework.result import AuditEntry, Check, Column, Figure, Panel, Result, Table
 from sdpa_cli.report import batch as batch_report
 from sdpa_cli.report import collect, writers
 from sdpa_cli.report.formatting import audit_number, significant_digits
-from sdpa_cli.framework.result import AuditEntry, Check, Column, Figure, Panel, Result, Table
 
 DOC0, DOC1, DOC4 = (d.file for d in (DOCUMENTS[0], DOCUMENTS[1], DOCUMENTS[4]))
 # (name, source): names sort against the documents' order, so name order cannot pass.

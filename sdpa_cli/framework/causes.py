@@ -131,7 +131,10 @@ def _cause(
 def _replay(doc: Documented, key: Key, printed: Callable[[Key], Printed | None],
             replayer: Replayer | None) -> Replay | None:
     if doc.replay is not None:
-        value, spread = evaluate(doc.replay)
+        try:
+            value, spread = evaluate(doc.replay)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            return None  # arithmetic that overflows replays nothing: the entry stays own
         return Replay(value, (), spread)
     if replayer is None:
         return None

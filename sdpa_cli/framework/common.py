@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sdpa_cli.framework.audit import Lookup, audit_check, audit_pairs
+from sdpa_cli.framework.audit import (
+    Lookup,
+    audit_check,
+    audit_pairs,
+    find_rows,
+    pick,
+    split_quantity,
+)
 from sdpa_cli.framework.causes import classify
 from sdpa_cli.framework.claims import judge_all
 from sdpa_cli.framework.result import Check, Figure, Result, Table
@@ -49,6 +56,31 @@ def canonical(entry: Documented) -> Documented:
             return entry
         return entry.model_copy(update={"row": row})
     return entry
+
+
+def own_se(row: Mapping[str, Any], name: str) -> float | None:
+    """A quantity's standard error as most rows carry it: the field `<name>_se`."""
+    se = row.get(f"{name}_se")
+    return float(se) if isinstance(se, int | float) and not isinstance(se, bool) else None
+
+
+def row_lookup(rows: Sequence[Mapping[str, Any]],
+               se_of: Callable[[Mapping[str, Any], str], float | None] = own_se) -> Lookup:
+    """The audit's one look-up: the single row an entry's `row:` selects (its scaling label
+    normalised first, so `temperature: 8` finds 'temperature:8'), the quantity's value in it,
+    and that value's standard error as `se_of(row, quantity)` gives it."""
+
+    def find(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
+        found = find_rows(rows, canonical(entry).row)
+        if len(found) != 1:
+            return None, None
+        row = found[0]
+        name, idx = split_quantity(quantity)
+        value = pick(row.get(name), idx)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return (float(value) if number else None), se_of(row, name)
+
+    return find
 
 
 def assemble(
@@ -96,6 +128,12 @@ def divisor_label(s: Scaling, d: float | None) -> str:
             s.power == 0.5 or not math.isclose(divisor, round(divisor), rel_tol=1e-12)):
         return f"÷√{whole}"
     return f"÷{divisor:.4g}"
+
+
+def percent(share: float) -> str:
+    """A share of rows (0.63062) as every view shows it: 63.1%. One unit per quantity: the
+    tables (fmt "pct"), the findings and the figures all show shares in percent."""
+    return f"{plain(100.0 * share)}%"
 
 
 def plain(x: float, *, whole: bool = False) -> str:

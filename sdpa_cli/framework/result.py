@@ -8,14 +8,17 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, get_args, get_type_hints
 
+from sdpa_cli import __version__
+
 
 @dataclass(frozen=True)
 class Column:
     """One column of a table: the row key, its header, and how to show its numbers."""
-
     key: str
     header: str
-    fmt: str = "g"  # "int", "g" (6 significant digits), "e" (scientific), "text", "list"
+    # "int", "g" (6 significant digits), "e" (scientific), "pct" (a share in percent),
+    # "text", "list"
+    fmt: str = "g"
     # Which columns a narrow terminal keeps: 0 always, then 1, 2, …; None: by position
     # (the first columns that name a row count as 0). Files always carry every column.
     priority: int | None = None
@@ -78,12 +81,15 @@ class Check:
     name: str
     passed: bool
     detail: str
+    # The spec fields this check is about, most specific first, as messages name fields
+    # ("scalings[1]", "dims[0]"): CI annotations put a failure on the first one the spec
+    # file writes (a default has no line). Empty: the spec as a whole.
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class AuditEntry:
     """A number the document prints beside the recomputed truth."""
-
     source: str  # document and where in it
     quantity: str
     documented: float
@@ -94,6 +100,10 @@ class AuditEntry:
     basis: str  # how the tolerance was set
     accepted: str | None = None  # why a known mismatch is accepted
     note: str | None = None
+    # Which `documented:` entry of the spec printed this number (its index), and where in
+    # that entry's value when the value is a list: CI annotations put a mismatch there.
+    entry: int | None = None
+    element: tuple[int, ...] = ()
     kind: str = "number"  # "number" (a printed number) or "claim" (a statement)
     # A mismatch's root cause: "own", "carried" (with `from_`), "rounding", "inconsistent".
     cause: str | None = None
@@ -129,7 +139,6 @@ class AuditEntry:
 @dataclass(frozen=True)
 class Figure:
     """Data for one figure; the report layer's renderer `kind` draws it to `name`.png."""
-
     name: str
     kind: str
     title: str
@@ -140,7 +149,6 @@ class Figure:
 @dataclass(frozen=True)
 class Panel:
     """A titled block of monospaced lines, e.g. one step of a worked example."""
-
     title: str
     lines: tuple[str, ...]
     style: str = "plain"  # "plain", "ok" or "warn" (a finding the reader should see)
@@ -189,7 +197,7 @@ class Result:
             "source": self.source,
             "spec": self.spec,
             "rows": list(self.rows),
-            "checks": [vars(c) for c in self.checks],
+            "checks": [{**vars(c), "fields": list(c.fields)} for c in self.checks],
             "audit": [
                 {
                     "source": a.source,
@@ -202,6 +210,8 @@ class Result:
                     "basis": a.basis,
                     "accepted": a.accepted,
                     "note": a.note,
+                    "entry": a.entry,
+                    "element": list(a.element),
                     **audit_extra(a),
                 }
                 for a in self.audit
@@ -249,7 +259,8 @@ class Result:
             title=str(doc.get("title") or doc.get("name", "")),
             source=str(doc.get("source", "")), description=str(layout.get("description", "")),
             spec=doc.get("spec") or {}, table=tables[0], tables=tuple(tables[1:]),
-            checks=tuple(Check(**c) for c in doc.get("checks") or []),
+            checks=tuple(Check(**{**c, "fields": tuple(c.get("fields") or ())})
+                         for c in doc.get("checks") or []),
             audit=tuple(audit_from_json(a) for a in doc.get("audit") or []),
             theory=tuple(doc.get("theory") or []), findings=tuple(doc.get("findings") or []),
             unchecked=tuple(doc.get("unchecked") or []),
@@ -284,8 +295,6 @@ SCHEMA_VERSION = 1  # of every JSON document sdpa prints (sdpa_cli/schemas/*.jso
 
 def json_header() -> dict[str, Any]:
     """The fields that open every JSON document: which shape, which sdpa wrote it."""
-    from sdpa_cli import __version__
-
     version: str = __version__
     return {"schema_version": SCHEMA_VERSION, "sdpa_version": version}
 
@@ -330,4 +339,5 @@ def audit_from_json(doc: Mapping[str, Any]) -> AuditEntry:
     data["from_"] = doc.get("from")
     data["spec_name"] = doc.get("spec")
     data["material"] = doc.get("conclusion") if doc.get("material") else None
+    data["element"] = tuple(doc.get("element") or ())
     return AuditEntry(**data)

@@ -12,7 +12,8 @@ from typing import Any
 
 import sdpa_cli
 from sdpa_cli.framework.result import AuditEntry, Check, audit_from_json
-from sdpa_cli.report.manifest import load_json
+from sdpa_cli.jsonio import load_json
+from sdpa_cli.report.manifest import run_folder_problem
 
 MANIFEST = "manifest.json"
 
@@ -58,7 +59,7 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
     """The recorded status ("passed"/"failed") when the folder may be kept as it is; None
     when anything differs, is missing, or was not recorded (then the spec runs again)."""
     try:
-        doc = load_json(folder / MANIFEST)
+        doc = load_json(folder / MANIFEST, what=MANIFEST)
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict):
@@ -69,7 +70,6 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
             and doc.get("versions") == dict(versions))
     if not same or doc.get("status") not in ("passed", "failed"):
         return None
-    from sdpa_cli.report.manifest import run_folder_problem
 
     if run_folder_problem(folder):  # a file missing, added or changed since sdpa wrote it
         return None
@@ -79,8 +79,9 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
 def recorded(folder: Path) -> tuple[tuple[Check, ...], tuple[AuditEntry, ...]]:
     """The checks and audit a kept run folder's results.json holds (for JUnit, annotations)."""
     try:
-        doc = load_json(folder / "results.json")
-        checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]))
+        doc = load_json(folder / "results.json", what="results.json")
+        checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]),
+                             tuple(str(f) for f in c.get("fields") or ()))
                        for c in doc.get("checks", []))
         audit = tuple(audit_from_json(a) for a in doc.get("audit", []))
     except (OSError, ValueError, KeyError, TypeError):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -18,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.formula import formula_problem
 from sdpa_cli.numerics.scaling import Scaling
 
@@ -48,6 +51,10 @@ def _no_bool(kind: str) -> Any:
 Int = Annotated[int, _no_bool("a whole number")]
 Float = Annotated[float, _no_bool("a number")]
 PosInt = Annotated[int, _no_bool("a whole number"), Field(ge=1)]
+# How many standard errors a Monte Carlo check allows: every study that draws at random has
+# this field (its declaration is refused without it), typed once here.
+SeTolerance = Annotated[float, _no_bool("a number"),
+                        Field(gt=0, description="A check passes when |z| ≤ K (default 4).")]
 
 
 _MINUS_INF = {"-inf", "-.inf", "-infinity", "−inf", "−.inf"}
@@ -87,9 +94,21 @@ ScalingField = Annotated[
 ]
 
 
-def scalings(*labels: str) -> Any:
+def refuse_repeats(field: str, items: Sequence[Any], *, show: Callable[[Any], str] = repr
+                   ) -> None:
+    """The one check of a list that must not repeat an item (dims, keys, scalings by label,
+    optimisers, …): SpecFieldError at the second occurrence, `shown` as the message says it."""
+    seen: set[Any] = set()
+    for i, item in enumerate(items):
+        if item in seen:
+            raise SpecFieldError((field, i), f"{show(item)} is listed twice")
+        seen.add(item)
+
+
+def scalings(*labels: str, description: str | None = None) -> Any:
     """A default list of scaling rules (defaults are not validated, so parse them here)."""
-    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1)
+    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1,
+                 description=description)
 
 
 # --- printed numbers ------------------------------------------------------------------------
@@ -126,16 +145,35 @@ class Printed:
             raise ValueError(f"cannot read {text!r} as a printed number")
         digits = m["int"].replace(",", "") or "0"
         frac = m["frac"] or ""
+        exp_text = (m["exp"] or m["exp10"] or "0").lstrip("+-")
+        # Counted before int(): an exponent of 5000 digits is past Python's limit on parsing
+        # digits, and one of 400 overflows 10.0 ** exp (OverflowError, not a ValueError).
+        if len(exp_text.lstrip("0")) > 5:
+            raise ValueError(f"{_short(text)}: an exponent of {len(exp_text)} digits is beyond "
+                             "float64's range")
         exp = int(m["exp"] or m["exp10"] or 0)
         value = float(f"{digits}.{frac or '0'}e{exp}")
-        unit = 10.0 ** (exp - len(frac))
+        if not math.isfinite(value):
+            raise ValueError(f"{_short(text)} is beyond float64's range (about ±1.8e+308)")
+        if value == 0 and (digits + frac).strip("0"):
+            raise ValueError(f"{_short(text)} is below float64's smallest number (5e-324); "
+                             "it would be read as 0")
+        try:
+            unit = 10.0 ** (exp - len(frac))
+        except OverflowError:
+            raise ValueError(f"{_short(text)}: its last digit's unit is beyond float64's "
+                             "range") from None
         if m["pct"]:
             value, unit = value / 100.0, unit / 100.0
         if m["sign"] in ("-", "−"):
             value = -value
-        if not math.isfinite(value):
-            raise ValueError(f"{text!r} is not a finite number")
         return cls(value, unit, text.strip(), bool(m["approx"]))
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """repr() of a printed value for a one-line message, cut to `limit` characters."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[:limit - 4] + "...'"
 
 
 PrintedTree = Printed | list["PrintedTree"]
@@ -284,6 +322,12 @@ class SpecBase(Model):
             raise ValueError(f"{v!r} is the name of a batch folder's own file "
                              f"({', '.join(RESERVED_NAMES)}); choose another name")
         return v
+
+    @classmethod
+    def resolve_paths(cls, data: dict[str, Any], base: Path) -> dict[str, Any]:
+        """A spec's raw fields with the file names it gives made relative to `base`, its
+        own folder (most specs name no files)."""
+        return data
 
     @property
     def document(self) -> str:

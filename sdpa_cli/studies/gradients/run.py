@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
-from sdpa_cli.framework.common import assemble
+from sdpa_cli.framework.audit import selector_problem
+from sdpa_cli.framework.common import assemble, own_se, percent, row_lookup
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
@@ -79,8 +79,8 @@ COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
     Column("scaling", "scaling", "text", priority=0),
     Column("score_std", "score sd", priority=1),
-    Column("frozen_share", "frozen rows", priority=1),
-    Column("starved_share", "starved rows", priority=2),
+    Column("frozen_share", "frozen rows", "pct", priority=1),
+    Column("starved_share", "starved rows", "pct", priority=2),
     Column("grad_wq_mean", "‖∂W_Q‖ mean", priority=0),
     Column("grad_wq_median", "‖∂W_Q‖ median", priority=0),
     Column("grad_wq_se", "se", "e", priority=3),
@@ -139,10 +139,11 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
     typed: list[GradientRow] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dims):
-        for rule, values in zip(spec.scalings, _values_at(spec, i, d, ctx), strict=True):
+        for j, (rule, values) in enumerate(zip(spec.scalings, _values_at(spec, i, d, ctx),
+                                               strict=True)):
             row = _row(spec, d, rule, values)
             typed.append(row)
-            checks.append(_check(row, k))
+            checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
     typed_slopes = slope_rows(spec, rows)
     unchecked: list[str] = []
@@ -154,8 +155,8 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
                     tuple(rows)),
         tables=[Table("slopes", "Log-log slopes of the gradient norms versus d_k",
                       SLOPE_COLUMNS, tuple(slopes))] if slopes else [],  # one d_k: no slope
-        checks=checks, lookup=_lookup(rows), theory=theory_lines(spec),
-        notes=_notes(spec), figures=_figures(spec, rows, slopes),
+        checks=checks, lookup=row_lookup(rows, _se), theory=theory_lines(spec),
+        notes=_notes(spec), figures=_figures(spec, rows, slopes) if ctx.figures else [],
         findings=findings(spec, rows, slopes), expect=expect(spec),
     )
     return dataclasses.replace(result, unchecked=tuple(unchecked))
@@ -213,20 +214,10 @@ def _check(row: GradientRow, k: float) -> Check:
                  f"value (pass: within ±{k:g})")
 
 
-def _lookup(rows: Sequence[Row]) -> Lookup:
-    def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows(rows, _canonical(entry).row)
-        if len(found) != 1:
-            return None, None
-        row = found[0]
-        name, idx = split_quantity(quantity)
-        value = pick(row.get(name), idx)
-        se = row.get(name.removesuffix("_mean") + "_se") if name.endswith("_mean") else None
-        if name == "frozen_share":
-            se = row["frozen_share_se"]
-        return (float(value) if isinstance(value, int | float) else None), se
-
-    return lookup
+def _se(row: Row, name: str) -> float | None:
+    """A gradient norm's mean has its se beside it (grad_wq_mean → grad_wq_se)."""
+    return own_se(row, name.removesuffix("_mean")) if name.endswith("_mean") else \
+        own_se(row, name)
 
 
 def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
@@ -257,7 +248,7 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
             f"{rule.label}: the gradient on W_Q {trend} from d_k = {lo} to {hi} (mean "
             f"{_g(first['grad_wq_mean'])} → {_g(last['grad_wq_mean'])}{fit}; median "
             f"{_g(first['grad_wq_median'])} → {_g(last['grad_wq_median'])}); frozen rows "
-            f"{first['frozen_share']:.1%} → {last['frozen_share']:.1%}.")
+            f"{percent(first['frozen_share'])} → {percent(last['frozen_share'])}.")
     raw = [r for r in rows if r["scaling"] == "none"]
     if lo != hi and raw and raw[0]["grad_wq_mean"] and raw[-1]["grad_wq_mean"] is not None:
         grows = raw[-1]["grad_wq_mean"] >= raw[0]["grad_wq_mean"]

@@ -178,7 +178,8 @@ def slope_checks(spec: GradientsSpec, rows: Sequence[Mapping[str, Any]],
             continue
         name = f"{r.scaling} {r.gradient} slope"
         if r.end_slope is None or r.end_slope_se is None:
-            out.append(Check(name, False, "no last-step slope (a mean norm not finite or 0)"))
+            out.append(Check(name, False, "no last-step slope (a mean norm not finite or 0)",
+                             fields=("dims",)))
             continue
         last = (f"last-step slope (d_k {dims[-2]} → {dims[-1]}) {r.end_slope:+.3f} ± "
                 f"{r.end_slope_se:.3f}")
@@ -191,7 +192,8 @@ def slope_checks(spec: GradientsSpec, rows: Sequence[Mapping[str, Any]],
             continue
         out.append(Check(
             name, abs(r.end_slope - r.theory_slope) <= k * r.end_slope_se,
-            f"{last} vs d_k → ∞ theory {r.theory_slope:+g} (pass: within {k:g} se){whole}"))
+            f"{last} vs d_k → ∞ theory {r.theory_slope:+g} (pass: within {k:g} se){whole}",
+            fields=("dims",)))  # a slope across the d_k listed
     return out
 
 

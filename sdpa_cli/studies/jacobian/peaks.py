@@ -7,13 +7,13 @@ from functools import partial
 
 import numpy as np
 
+from sdpa_cli.framework.common import finite
+from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.blocks import Job, fold_jobs
 from sdpa_cli.numerics.peak import RefinedPeak, refine_peak
-from sdpa_cli.studies.saturation.spec import JacobianSpec
-from sdpa_cli.framework.common import finite
-from sdpa_cli.framework.context import RunContext
 from sdpa_cli.studies.saturation.saturation_rows import JacobianGaussianRow, PeakRow
+from sdpa_cli.studies.saturation.spec import JacobianSpec
 
 
 def refined(spec: JacobianSpec, peaks: list[PeakRow],

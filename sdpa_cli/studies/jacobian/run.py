@@ -4,25 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.common import assemble, finite, law_of, row_lookup
+from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation.spec import JacobianSpec
-from sdpa_cli.studies.saturation import gauss_slopes
-from sdpa_cli.studies.saturation import keys_axis
-from sdpa_cli.studies.saturation import score_findings
-from sdpa_cli.studies.saturation import score_text
 from sdpa_cli.studies.jacobian import peaks as peaks_of
+from sdpa_cli.studies.saturation import gauss_slopes, keys_axis, score_findings, score_text
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
-from sdpa_cli.framework.common import assemble, finite, law_of
-from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.studies.saturation.saturation_rows import (
     JACOBIAN_FIELDS,
     JACOBIAN_STATS,
@@ -35,6 +32,7 @@ from sdpa_cli.studies.saturation.saturation_rows import (
     RuleKey,
     stats_of,
 )
+from sdpa_cli.studies.saturation.spec import JacobianSpec
 
 EXPLICIT_COLUMNS = (
     Column("scale", "scale"),
@@ -142,12 +140,12 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
     return assemble(spec, study="jacobian", title=title,
                     table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows),
+                    lookup=row_lookup(rows),
                     theory=score_text.theory_lines(spec, jacobian=True),
                     expect=score_text.expect_lines(spec, jacobian=True),
                     findings=score_findings.findings(source, rows, jacobian=True,
                                                      peaks=found_peaks),
-                    notes=notes, figures=figures, tables=tables)
+                    notes=notes, figures=figures if ctx.figures else [], tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------
@@ -227,8 +225,9 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext
             row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0], n)
             rows.append(row)
             if row.scores.theory_score_var is not None:
-                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores,
-                                                 spec.se_tolerance))
+                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores,
+                                                 spec.se_tolerance),
+                                      fields=("additive",)))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 

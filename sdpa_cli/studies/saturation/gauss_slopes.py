@@ -6,12 +6,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sdpa_cli.numerics.keys import iid_softmax_moments, rem_participation, rem_threshold
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.framework.common import finite
 from sdpa_cli.framework.result import Check, Column, Table, as_row, row_fields
+from sdpa_cli.numerics.keys import iid_softmax_moments, rem_participation, rem_threshold
+from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation.saturation_rows import GaussSlopeRow
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 HEADERS = {"score_std": ("s", "g"), "quantity": ("quantity", "text"),
            "slope": ("slope vs n", "g"), "slope_se": ("se", "g"),
@@ -104,7 +104,7 @@ def slope_rows(keys: list[int], stds: list[float], rows: Sequence[Mapping[str, A
                 checks.append(Check(
                     f"s={s:g} {name} slope vs n", bool(agrees),
                     f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs exact {exact_slope:+.4f} at "
-                    f"these n; pass: within {k:g} se"))
+                    f"these n; pass: within {k:g} se", fields=("keys",)))
     return out, checks
 
 

@@ -8,7 +8,8 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure as MplFigure
 
-from sdpa_cli.report.figures import style
+from sdpa_cli.framework import figure_style as style
+from sdpa_cli.framework.result import Figure
 from sdpa_cli.studies.saturation.saturation_figures import (
     LINES,
     MARKERS,
@@ -17,7 +18,6 @@ from sdpa_cli.studies.saturation.saturation_figures import (
     log_y,
     value_ticks,
 )
-from sdpa_cli.framework.result import Figure
 
 
 def draw_jacobian_vs_scale(figure: Figure):

@@ -6,14 +6,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sdpa_cli.numerics import score_rows as sat
-from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.framework.common import finite
 from sdpa_cli.framework.result import Check, Column, Figure, Table, as_row
+from sdpa_cli.numerics import score_rows as sat
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation.rule_tables import headline
 from sdpa_cli.studies.saturation.saturation_rows import KeySlopeRow
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 SLOPE_COLUMNS = (
     Column("dim", "d", "int"),
@@ -116,7 +116,7 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                     checks.append(Check(
                         f"d={d} {label} {name} slope vs n", bool(agrees),
                         f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
-                        f"these n; pass: within {k:g} se"))
+                        f"these n; pass: within {k:g} se", fields=("keys",)))
     return out, checks
 
 

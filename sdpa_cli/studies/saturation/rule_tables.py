@@ -6,14 +6,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sdpa_cli.framework.common import finite
+from sdpa_cli.framework.result import Check, Column, Figure, row_fields
 from sdpa_cli.numerics.additive import INIT as ADDITIVE_INIT
 from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.numerics.slopes import Slope, fit_slope, theory_slope
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.framework.common import finite
-from sdpa_cli.framework.result import Check, Column, Figure, row_fields
 from sdpa_cli.studies.saturation.saturation_rows import LeadingRow, SlopeRow
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 # --- source 4: the leading-key family (exact) ----------------------------------------------
 
@@ -164,12 +164,13 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                     finite_d_theory_slope=finite(finite_th) if finite_th is not None else None,
                     agrees=agrees))
                 if agrees is not None:
-                    checks.append(Check(
+                    checks.append(Check(  # a slope across the dims listed
                         f"n={n} {label} {name} slope", bool(agrees),
                         f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
                         f"these d (large-d {asym:+g}); pass: within {k:g} se"
                         if asym is not None else
-                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f}"))
+                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f}",
+                        fields=("dims",)))
     return out, checks
 
 

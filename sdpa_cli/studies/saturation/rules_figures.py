@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdpa_cli.report.figures import style
-from sdpa_cli.studies.saturation.saturation_figures import MARKERS, value_ticks
+from sdpa_cli.framework import figure_style as style
 from sdpa_cli.framework.result import Figure
+from sdpa_cli.studies.saturation.saturation_figures import MARKERS, value_ticks
 
 
 def draw_leading_keys(figure: Figure):

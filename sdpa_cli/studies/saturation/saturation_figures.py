@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 
-from sdpa_cli.report.figures import style
+from sdpa_cli.framework import figure_style as style
 from sdpa_cli.framework.result import Figure
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")

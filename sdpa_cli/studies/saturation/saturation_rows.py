@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.framework.common import finite
 from sdpa_cli.framework.result import PART, internal, row_fields
+from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.studies.saturation.score_draws import Measured
 
 # --- column groups ----------------------------------------------------------------------------
@@ -296,3 +296,10 @@ class GaussSlopeRow:
     theory_slope: float | None  # fixed s, n → ∞
     agrees: bool | None  # exact_slope within k se of the fit
     theory_basis: str
+
+
+# The row types each study's tables hold (its declaration names them).
+SWEEP_ROWS = (SweepExplicitRow, SweepVectorRow, SweepGaussianRow, LeadingRow, SlopeRow,
+              KeySlopeRow, GaussSlopeRow)
+JACOBIAN_ROWS = (JacobianExplicitRow, JacobianVectorRow, JacobianGaussianRow, PeakRow,
+                 LeadingRow, SlopeRow, KeySlopeRow, GaussSlopeRow)

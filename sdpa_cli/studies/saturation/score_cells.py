@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.audit import selector_problem
+from sdpa_cli.framework.common import canonical, finite
+from sdpa_cli.framework.common import zscore as _z
+from sdpa_cli.framework.result import Check, as_row
 from sdpa_cli.numerics import rule_theory as rt
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.additive import additive_score_var
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation.spec import SaturationFields
-from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
-from sdpa_cli.framework.common import canonical, finite
-from sdpa_cli.framework.common import zscore as _z
-from sdpa_cli.framework.result import Check, as_row
-from sdpa_cli.studies.saturation.saturation_rows import CellHead, Freezing, RuleKey, ScaleKey, ScoreLaw
+from sdpa_cli.studies.saturation.saturation_rows import (
+    CellHead,
+    Freezing,
+    RuleKey,
+    ScaleKey,
+    ScoreLaw,
+)
 from sdpa_cli.studies.saturation.score_draws import Cell, capped, clamp
+from sdpa_cli.studies.saturation.spec import SaturationFields
 
 # The attention picture is drawn for one (d, n) cell with at most this many positions.
 PICTURE_MAX_KEYS = 64
@@ -251,6 +257,7 @@ def gaussian_check(n: int, s_values: Sequence[float], cell: Cell, k: float) -> C
         f"n={n} scores", abs(zz) <= k and abs(zm) <= k,
         f"first score of each row: variance z = {zz:+.2f}, mean z = {zm:+.2f} (pass: within "
         f"±{k:g}); every s = {', '.join(f'{s:g}' for s in s_values)} scales these draws",
+        fields=("score_stds",),
     )
 
 
@@ -307,23 +314,6 @@ def documented_problem(spec: SaturationFields, entry: Documented,
     return selector_problem(plan_keys(spec), canonical(entry), fields(spec.score_source))
 
 
-def lookup(rows: Sequence[Mapping[str, Any]]) -> Lookup:
-    """The audit's look-up: a row's value, with the field's standard error when it has one."""
-
-    def find(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows(rows, canonical(entry).row)
-        if len(found) != 1:
-            return None, None
-        row = found[0]
-        name, idx = split_quantity(quantity)
-        value = pick(row.get(name), idx)
-        se = row.get(f"{name}_se")
-        return (float(value) if isinstance(value, int | float) and not isinstance(value, bool)
-                else None), se
-
-    return find
-
-
 # --- rows and checks shared by softmax-sweep and jacobian --------------------------------
 
 
@@ -344,12 +334,15 @@ def cell_checks(spec: SaturationFields, d: int, n: int, laws: Sequence[ScoreLaw]
     the same draws, so their z is the same number) and one for the cosines."""
     out = []
     seen = set()
-    for scaling, law in zip(spec.scalings, laws, strict=True):
+    for j, (scaling, law) in enumerate(zip(spec.scalings, laws, strict=True)):
         own = scaling.norm is not None or scaling.cap is not None
         kind = scaling.label if own else ("cosine" if scaling.cosine else "raw")
         if kind in seen:
             continue
         seen.add(kind)
         what = scaling.label if own else ("cos(q, k)" if scaling.cosine else "q·k")
-        out.append(score_check(f"d={d} n={n} {what}", law, k))
+        # a rule with a law of its own is about that rule; q·k and cos(q, k) are about the
+        # distribution the draws come from
+        out.append(replace(score_check(f"d={d} n={n} {what}", law, k),
+                           fields=(f"scalings[{j}]",) if own else ("distribution", "dims")))
     return out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sdpa_cli.studies.saturation.spec import BATCHES, SaturationFields
 from sdpa_cli.studies.saturation.rule_tables import LEADING_THEORY, rule_lines
+from sdpa_cli.studies.saturation.spec import BATCHES, SaturationFields
 
 
 def expect_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:

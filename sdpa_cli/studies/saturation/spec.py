@@ -15,9 +15,11 @@ from sdpa_cli.spec.common import (
     PosInt,
     ScalingField,
     Score,
+    SeTolerance,
+    refuse_repeats,
     scalings,
 )
-from sdpa_cli.studies.variance.spec import VectorLawFields
+from sdpa_cli.spec.vectors import VectorLawFields
 
 PosFloat = Annotated[float, Field(gt=0)]
 Keys = Annotated[int, Field(ge=2, le=1 << 20)]
@@ -71,24 +73,58 @@ class SaturationFields(VectorLawFields):
         return data.get("scores") is None and data.get("margin") is None
 
     # source 1: explicit scores
-    scores: list[Score] | None = Field(None, min_length=1, max_length=MAX_SCORES)
-    scales: list[PosFloat] | None = Field(None, min_length=1)  # multipliers (default [1])
-    dim: PosInt | None = None  # with scalings: multipliers are the rules' factors at this d_k
+    scores: list[Score] | None = Field(
+        None, min_length=1, max_length=MAX_SCORES,
+        description="Source 1: explicit scores (negative numbers are values).")
+    # multipliers (default [1])
+    scales: list[PosFloat] | None = Field(
+        None, min_length=1,
+        description="Source 1: multipliers of the scores (default 1).")
+    # with scalings: multipliers are the rules' factors at this d_k
+    dim: PosInt | None = Field(
+        None,
+        description="Source 1: d_k of the scores; multipliers come from --scalings.")
     # source 2: random queries and keys (distribution, mean, std, correlation, d_model and
     # heads come from VectorLawFields)
-    dims: list[PosInt] | None = Field(None, min_length=1)  # d_k values
-    scalings: list[ScalingField] = scalings("none", "sqrt")  # applied to the same draws
-    mask: Literal["none", "causal"] = "none"  # causal: query i sees keys 0…i
+    # d_k values
+    dims: list[PosInt] | None = Field(
+        None, min_length=1,
+        description="Source 2: d_k of random queries and keys.")
+    # applied to the same draws
+    scalings: list[ScalingField] = scalings(
+        "none", "sqrt",
+        description=("none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] qknorm[:rms] "
+                     "softcap:C logn:S linear:C mup[:C] (default none sqrt)."))
+    # causal: query i sees keys 0…i
+    mask: Literal["none", "causal"] = Field(
+        "none",
+        description="Source 2: none (default) | causal.")
     # hidden width h of additive (Bahdanau) scores vᵀtanh(W₁q + W₂k), drawn beside the rules
-    additive: PosInt | None = None
+    additive: PosInt | None = Field(
+        None,
+        description="Source 2: also additive scores vᵀtanh(W₁q + W₂k), hidden width H.")
     # source 3: random Gaussian scores
-    score_stds: list[PosFloat] | None = Field(None, min_length=1)  # s of the N(0, s²) scores
+    # s of the N(0, s²) scores
+    score_stds: list[PosFloat] | None = Field(
+        None, min_length=1,
+        description="Source 3: std s of iid N(0, s²) scores.")
     # source 4: the leading-key family, exact: one key leads the n − 1 others by margin (q·k)
-    margin: Float | None = None
+    margin: Float | None = Field(
+        None,
+        description="Source 4: one key leads n − 1 tied keys by G, exactly (no draws).")
     # sources 2, 3 and 4
-    keys: list[Keys] | None = Field(None, min_length=1)  # n (default 10, or 16 128 1024)
-    trials: Int = Field(2000, ge=2, le=10**7)  # score rows (source 3) / sequences (source 2)
-    se_tolerance: Float = Field(4.0, gt=0)  # a score-variance check passes when |z| ≤ this
+    # n (default 10, or 16 128 1024)
+    keys: list[Keys] | None = Field(
+        None, min_length=1,
+        description="Sources 2-4: keys per row (default 10; 16 128 1024 for source 3).")
+    # score rows (source 3) / sequences (source 2)
+    trials: Int = Field(
+        2000, ge=2, le=10**7,
+        description="Sources 2, 3: sequences / score rows per cell (default 2000).")
+    # a score-variance check passes when |z| ≤ this
+    se_tolerance: SeTolerance = Field(
+        4.0,
+        description="Score-law checks pass when |z| ≤ K (default 4).")
 
     @property
     def score_source(self) -> str:
@@ -165,10 +201,7 @@ class SaturationFields(VectorLawFields):
         else:
             self._gaussian_rules()
         if source != "explicit":
-            key_list = self.key_list
-            for i, n in enumerate(key_list):
-                if n in key_list[:i]:
-                    raise SpecFieldError(("keys", i), f"{n} is listed twice")
+            refuse_repeats("keys", self.key_list, show=str)
         return self
 
     def _explicit_rules(self) -> None:
@@ -187,13 +220,13 @@ class SaturationFields(VectorLawFields):
             if self.dim is None and s.power != 0:
                 raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
                                      "(--dim) for explicit scores")
-        self._no_twice("scalings", [s.label for s in self.scalings])
+        refuse_repeats("scalings", [s.label for s in self.scalings])
 
     def _vector_rules(self) -> None:
         if self.dims is not None and self.d_model is not None:
             raise SpecFieldError(("dims",), "give dims or d_model with heads, not both")
-        self._no_twice("dims", self.dim_list)
-        self._no_twice("scalings", [s.label for s in self.scalings])
+        refuse_repeats("dims", self.dim_list)
+        refuse_repeats("scalings", [s.label for s in self.scalings])
         for i, n in enumerate(self.key_list):
             if n > MAX_SEQUENCE:
                 raise SpecFieldError(("keys", i), f"random queries and keys hold an n × n "
@@ -218,17 +251,12 @@ class SaturationFields(VectorLawFields):
             if self.dim is None and s.power != 0:
                 raise SpecFieldError(("scalings", i), f"{s.label} depends on d_k: add dim "
                                      "(--dim) for the leading-key family")
-        self._no_twice("scalings", [s.label for s in self.scalings])
+        refuse_repeats("scalings", [s.label for s in self.scalings])
 
     def _gaussian_rules(self) -> None:
         stds = self.score_stds or []
-        self._no_twice("score_stds", stds)
+        refuse_repeats("score_stds", stds)
         self._work_guard(self.trials * sum(self.key_list) * (1 + len(stds)))
-
-    def _no_twice(self, name: str, values: list[Any]) -> None:
-        for i, v in enumerate(values):
-            if v in values[:i]:
-                raise SpecFieldError((name, i), f"{v!r} is listed twice")
 
     def _work_guard(self, work: int) -> None:
         if work > MAX_DRAWS:
@@ -241,16 +269,27 @@ class SoftmaxSweepSpec(SaturationFields):
     """Softmax weights as the scores grow: largest weight, entropy, saturation."""
 
     study: Literal["softmax-sweep"] = "softmax-sweep"
-    threshold: Float = Field(0.99, gt=0, lt=1)  # a row is saturated when max weight > this
+    # a row is saturated when max weight > this
+    threshold: Float = Field(
+        0.99, gt=0, lt=1,
+        description="A row is saturated when its largest weight exceeds T (default 0.99).")
 
 
 class JacobianSpec(SaturationFields):
     """The softmax Jacobian J = diag(p) − ppᵀ as the scores grow: vanishing gradients."""
 
     study: Literal["jacobian"] = "jacobian"
-    trials: Int = Field(2000, ge=2 * BATCHES, le=10**7)  # ≥ 2 per batch for median se
-    mark_dims: list[PosInt] = Field(default_factory=lambda: [64, 512])  # phase diagram: s = √d
-    refine_peak: bool = True  # s* by golden section on the same draws (else grid parabola)
+    # ≥ 2 per batch for median se
+    trials: Int = Field(
+        2000, ge=2 * BATCHES, le=10**7,
+        description="Sources 2, 3: sequences / score rows per cell (default 2000).")
+    # phase diagram: s = √d
+    mark_dims: list[PosInt] = Field(
+        default_factory=lambda: [64, 512],
+        description="Phase diagram: mark unscaled attention at s = √d (default 64 512).")
+    refine_peak: bool = Field(
+        True,
+        description="S* by golden section on the same draws (else grid parabola).")
 
     @model_validator(mode="after")
     def _median_memory(self) -> JacobianSpec:

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of, row_lookup
+from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics import score_rows as sat
 from sdpa_cli.numerics.keys import rem_participation, rem_threshold
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
-from sdpa_cli.studies.saturation import gauss_slopes
-from sdpa_cli.studies.saturation import keys_axis
-from sdpa_cli.studies.saturation import score_findings
-from sdpa_cli.studies.saturation import score_text
+from sdpa_cli.studies.saturation import gauss_slopes, keys_axis, score_findings, score_text
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
-from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of
-from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.studies.saturation.saturation_rows import (
     SWEEP_FIELDS,
     SWEEP_STATS,
@@ -36,6 +33,7 @@ from sdpa_cli.studies.saturation.saturation_rows import (
     SweepVectorRow,
     stats_of,
 )
+from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
 
 EXPLICIT_COLUMNS = (
     Column("scale", "scale"),
@@ -52,7 +50,7 @@ VECTOR_COLUMNS = (
     Column("implied_score_std", "implied s"),
     Column("mean_max_prob", "mean max weight"),
     Column("mean_entropy", "mean entropy"),
-    Column("saturated_fraction", "saturated"),
+    Column("saturated_fraction", "saturated", "pct"),
     Column("score_var_z", "score z", "f2"),
 )
 GAUSSIAN_COLUMNS = (
@@ -64,7 +62,7 @@ GAUSSIAN_COLUMNS = (
     Column("entropy_small_s", "ln n − (n−1)s²/2n"),
     Column("mean_participation", "mean Σp²"),
     Column("rem_participation", "REM 1 − s_c/s"),
-    Column("saturated_fraction", "saturated"),
+    Column("saturated_fraction", "saturated", "pct"),
 )
 
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
@@ -131,11 +129,11 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         title = "Softmax of n iid N(0, s²) scores versus s"
     return assemble(spec, study="softmax-sweep", title=title,
                     table=Table("softmax", title, columns, tuple(rows)), checks=checks,
-                    lookup=shared.lookup(rows),
+                    lookup=row_lookup(rows),
                     theory=score_text.theory_lines(spec, jacobian=False),
                     expect=score_text.expect_lines(spec, jacobian=False),
                     findings=score_findings.findings(source, rows, jacobian=False),
-                    notes=notes, figures=figures, tables=tables)
+                    notes=notes, figures=figures if ctx.figures else [], tables=tables)
 
 
 # --- source 1 -----------------------------------------------------------------------------
@@ -225,7 +223,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
                               spec.threshold, None)
             rows.append(row)
             if row.scores.theory_score_var is not None:
-                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores, k))
+                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores, k),
+                                      fields=("additive",)))
         if want_picture:
             picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.

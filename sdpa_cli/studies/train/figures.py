@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.report.figures import style
-from sdpa_cli.studies.train.spec import optimiser_name
+from sdpa_cli.framework import figure_style as style
 from sdpa_cli.framework.result import Figure
+from sdpa_cli.studies.train.spec import optimiser_name
 
 LOG_SPAN = 20.0  # a log axis only when the values span more than this factor
 

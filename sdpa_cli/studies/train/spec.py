@@ -7,7 +7,17 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
-from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase, scalings
+from sdpa_cli.numerics.recall import Task, flops_per_step
+from sdpa_cli.spec.common import (
+    Float,
+    Int,
+    PosInt,
+    ScalingField,
+    SeTolerance,
+    SpecBase,
+    refuse_repeats,
+    scalings,
+)
 from sdpa_cli.spec.limits import MAX_MEMORY, ROW_BYTES, Cost, check_factors
 
 Optimiser = Literal["sgd", "adam"]
@@ -36,25 +46,45 @@ def optimiser_name(opt: str) -> str:
 
 class TrainSpec(SpecBase):
     """Train one attention head on associative recall under each scaling rule."""
-
     study: Literal["train"] = "train"
-    dims: list[PosInt] = Field(default_factory=lambda: [16, 64, 256], min_length=1)  # d_k
-    scalings: list[ScalingField] = scalings("none", "sqrt")
-    optimisers: list[Optimiser] = Field(default_factory=lambda: list(OPTIMISERS), min_length=1)
+    dims: list[PosInt] = Field(
+        default_factory=lambda: [16, 64, 256], min_length=1,
+        description="d_k of the attention head (default 16 64 256).")
+    scalings: list[ScalingField] = scalings(
+        "none", "sqrt",
+        description="Scaling rules (default none sqrt).")
+    optimisers: list[Optimiser] = Field(
+        default_factory=lambda: list(OPTIMISERS), min_length=1,
+        description="sgd and/or adam (default both).")
     # One list for every optimiser, or a mapping optimiser → list (SGD and Adam live at
     # learning rates a hundred times apart); resolved to the mapping.
     learning_rates: list[PosFloat] | dict[Optimiser, list[PosFloat]] = Field(
-        default_factory=lambda: {k: list(v) for k, v in DEFAULT_LRS.items()})
-    seeds: PosInt = 3  # independent runs per configuration (init and data)
-    steps: PosInt = 300  # optimiser steps per run
-    batch: PosInt = 32  # sequences per step
-    vocab: Int = Field(16, ge=2, le=100_000)  # V; chance loss is ln V
-    pairs: Int = Field(8, ge=1)  # key–value pairs per sequence (≤ vocab: keys are distinct)
-    d_model: PosInt = 64  # embedding width
-    embeddings: Literal["fixed", "learned"] = "fixed"  # random N(0, 1), or trained as well
-    target_accuracy: Float = Field(0.9, gt=0, le=1)  # steps-to-target uses this accuracy
-    log_every: PosInt = 10  # steps per logged point (means over those steps)
-    se_tolerance: Float = Field(4.0, gt=0)  # for documented numbers (audit), in se
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_LRS.items()},
+        description="Rates for every optimiser given (default sgd 0.1, adam 0.003).")
+    # independent runs per configuration (init and data)
+    seeds: PosInt = Field(3, description="Runs per configuration (default 3).")
+    steps: PosInt = Field(300, description="Optimiser steps per run (default 300).")
+    batch: PosInt = Field(32, description="Sequences per step (default 32).")
+    # V; chance loss is ln V
+    vocab: Int = Field(
+        16, ge=2, le=100_000,
+        description="Vocabulary size; chance loss is ln V (default 16).")
+    # key–value pairs per sequence (≤ vocab: keys are distinct)
+    pairs: Int = Field(8, ge=1, description="Key–value pairs per sequence (default 8).")
+    d_model: PosInt = Field(64, description="Embedding width (default 64).")
+    # random N(0, 1), or trained as well
+    embeddings: Literal["fixed", "learned"] = Field(
+        "fixed",
+        description="fixed (default) | learned.")
+    # steps-to-target uses this accuracy
+    target_accuracy: Float = Field(
+        0.9, gt=0, le=1,
+        description="Accuracy for steps-to-target (0.9).")
+    # steps per logged point (means over those steps)
+    log_every: PosInt = Field(10, description="Steps per logged point (default 10).")
+    # for documented numbers (audit), in se
+    se_tolerance: SeTolerance = Field(
+        4.0, description="A check passes when |z| ≤ K (default 4).")
 
     @field_validator("learning_rates", mode="after")
     @classmethod
@@ -73,9 +103,7 @@ class TrainSpec(SpecBase):
         for name, items in (("dims", list(self.dims)),
                             ("scalings", [s.label for s in self.scalings]),
                             ("optimisers", list(self.optimisers))):
-            for i, item in enumerate(items):
-                if item in items[:i]:
-                    raise SpecFieldError((name, i), f"{item!r} is listed twice")
+            refuse_repeats(name, items)
         lrs = self.learning_rates
         if "learning_rates" not in self.model_fields_set:  # the defaults of the optimisers given
             lrs = {opt: list(DEFAULT_LRS[opt]) for opt in self.optimisers}
@@ -115,15 +143,13 @@ class TrainSpec(SpecBase):
 
     def total_flops(self) -> float:
         """Multiply-adds of every step of every run (see numerics.recall.flops_per_step)."""
-        from sdpa_cli.numerics.recall import Task, flops_per_step
-
         per_dim = sum(flops_per_step(Task(self.vocab, self.pairs, self.d_model, d), self.batch)
                       for d in self.dims)
         return per_dim * self.steps * self.runs()
 
 
 def limits(spec: TrainSpec) -> Cost:
-    """The work guard (registry.Study.limits): work = multiply-adds of every step of every run
+    """The work guard (its Study.cost): work = multiply-adds of every step of every run
     (tests/bench_train.py measures a few 10⁸–10⁹ per second here, so the 10¹² budget is many
     minutes); memory = one step's arrays; output = rows and the logged curves."""
     rows_per_seq = spec.pairs + 1

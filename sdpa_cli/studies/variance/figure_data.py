@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sdpa_cli.framework.audit import split_quantity
+from sdpa_cli.framework.common import divisor_label
+from sdpa_cli.framework.result import Figure
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.engine import DotStats, Summary
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.studies.variance.spec import VarianceSpec
-from sdpa_cli.framework.audit import split_quantity
-from sdpa_cli.framework.common import divisor_label
-from sdpa_cli.framework.result import Figure
 
 if TYPE_CHECKING:  # annotations only: variance imports this module
-    from sdpa_cli.studies.variance.run import VarianceRow
+    from sdpa_cli.studies.variance.rows import VarianceRow
 
 
 HIST_MAX_DIMS = 12  # histograms drawn in the distribution figure (the table has every d)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.report.figures import style
+from sdpa_cli.framework import figure_style as style
 from sdpa_cli.framework.result import Figure
 
 # Log axes only when the values span more than this factor; over 1–3 a log axis just

@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from sdpa_cli.framework.audit import (
-    Lookup,
-    find_rows,
-    pick,
     selector_problem,
-    split_quantity,
 )
-from sdpa_cli.framework.common import assemble, law_of, plain
+from sdpa_cli.framework.common import assemble, law_of, plain, row_lookup
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import (
     Check,
-    Column,
     Result,
     Table,
     as_row,
-    internal,
-    row_fields,
 )
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.engine import DotStats, simulate_dots
@@ -33,55 +27,8 @@ from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.variance import figure_data as variance_figures
+from sdpa_cli.studies.variance.rows import COLUMNS, FIELDS, VarianceRow
 from sdpa_cli.studies.variance.spec import VarianceSpec
-
-COLUMNS = (
-    Column("dim", "d", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
-    Column("mean", "mean", priority=3),
-    Column("variance", "variance", priority=0),
-    Column("theory_variance", "theory", priority=0),
-    Column("se", "se", priority=1),
-    Column("z", "z", "f2", priority=0),
-    Column("ratio", "var/theory", priority=2),
-    Column("kurtosis", "kurtosis", priority=4),
-    Column("theory_kurtosis", "theory kurt.", priority=4),
-)
-
-@dataclass(frozen=True)
-class VarianceRow:
-    """One (dimension, scaling rule) row; its fields are the CSV columns and JSON keys."""
-
-    dim: int
-    scaling: str
-    factor: float | None  # the rule's own 1/(T·d^p), without σ²
-    pairs: int
-    mean: float | None
-    mean_se: float | None
-    variance: float | None
-    std: float | None
-    theory_mean: float | None
-    theory_variance: float | None
-    theory_std: float | None
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    z: float | None
-    mean_z: float | None
-    ratio: float | None
-    min: float | None
-    max: float | None
-    kurtosis: float | None
-    theory_kurtosis: float | None
-    p025: float | None
-    median: float | None
-    p975: float | None
-    se_basis: str
-    note: str
-    closed_form: bool = internal(True)  # False: nothing to check against (reported only)
-
-
-FIELDS = row_fields(VarianceRow)
 
 
 def plan_rows(spec: VarianceSpec) -> list[dict[str, Any]]:
@@ -115,15 +62,15 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
             cosine=want_cosine, scale=scale, tick=ctx.tick,
         )
         per_dim.append((d, mom, stats))
-        for scaling in spec.scalings:
+        for j, scaling in enumerate(spec.scalings):
             row = _row(d, scaling, law, unit, mom, stats, k)
             typed.append(row)
-            checks.append(_check(row, k))
+            checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
     return assemble(
         spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
-        checks=checks, lookup=_lookup(rows), theory=_theory_lines(spec, law),
+        checks=checks, lookup=row_lookup(rows, _se), theory=_theory_lines(spec, law),
         notes=_notes(spec, per_dim),
         # --no-plots: no figure data at all (its histograms and densities cost per dim)
         figures=variance_figures.figures(spec, law, unit, per_dim, typed) if ctx.figures else (),
@@ -256,20 +203,12 @@ def _check(row: VarianceRow, k: float) -> Check:
     )
 
 
-def _lookup(rows: list[dict[str, Any]]) -> Lookup:
-    def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
-        found = find_rows(rows, _canonical(entry).row)
-        if len(found) != 1:
-            return None, None
-        row = found[0]
-        name, idx = split_quantity(quantity)
-        value = pick(row.get(name), idx)
-        se = {"variance": row["se"], "mean": row["mean_se"]}.get(name)
-        if name == "std" and row["se"] is not None and row["std"]:
-            se = row["se"] / (2.0 * row["std"])  # delta method
-        return (float(value) if isinstance(value, int | float) else None), se
-
-    return lookup
+def _se(row: Mapping[str, Any], name: str) -> float | None:
+    """The variance's se is the row's `se`; the std's follows by the delta method."""
+    if name == "std" and row["se"] is not None and row["std"]:
+        return float(row["se"]) / (2.0 * float(row["std"]))
+    se = {"variance": row["se"], "mean": row["mean_se"]}.get(name)
+    return None if se is None else float(se)
 
 
 def findings(rows: list[VarianceRow]) -> tuple[str, ...]:

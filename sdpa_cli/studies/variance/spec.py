@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -10,79 +10,33 @@ from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import (
     MAX_DRAWS,
-    Float,
     Int,
     PosInt,
     ScalingField,
-    SpecBase,
+    SeTolerance,
+    refuse_repeats,
     scalings,
 )
-
-DEFAULT_DIMS = (3, 100, 1000)  # the Day-74 experiment
-
-
-class VectorLawFields(SpecBase):
-    """How queries and keys are drawn; shared by the studies that draw random vectors."""
-
-    distribution: Literal["normal", "uniform", "rademacher", "sphere"] = "normal"
-    mean: Float = 0.0  # mean of every component
-    std: Float = Field(1.0, gt=0, le=1e150)  # standard deviation of every component
-    correlation: Float = Field(0.0, ge=-1.0, le=1.0)  # corr(q_i, k_i)
-    d_model: PosInt | None = None  # with heads: d_k = d_model / heads
-    heads: PosInt | None = None
-    method: Literal["direct", "exact"] = "direct"  # exact: q·k from its law, O(1) per pair
-
-    # Largest |mean/std| the study computes exactly (it centres q·k, so only the ratio's own
-    # float64 range limits it); studies that form QKᵀ directly lower it.
-    MAX_MEAN_RATIO: ClassVar[float] = 1e150
-
-    @model_validator(mode="after")
-    def _law_rules(self) -> VectorLawFields:
-        if abs(self.mean) > self.MAX_MEAN_RATIO * self.std:
-            raise SpecFieldError(
-                ("mean",), f"|mean| may be at most {self.MAX_MEAN_RATIO:.0e} × std here; beyond "
-                "that the spread is below float64's resolution of the mean")
-        if self.distribution == "sphere":
-            for name, default in (("mean", 0.0), ("std", 1.0), ("correlation", 0.0)):
-                if getattr(self, name) != default:
-                    raise SpecFieldError(
-                        (name,), f"unit vectors (distribution: sphere) have no {name}; remove it"
-                    )
-        if self.method == "exact" and self.distribution not in ("normal", "sphere"):
-            raise SpecFieldError(
-                ("method",), f"the exact method exists for normal and sphere, not "
-                f"{self.distribution}; use method: direct"
-            )
-        if (self.d_model is None) != (self.heads is None):
-            missing = "heads" if self.heads is None else "d_model"
-            raise SpecFieldError((missing,), "d_model and heads go together; give both")
-        if self.d_model is not None and self.heads is not None and self.d_model % self.heads:
-            raise SpecFieldError(
-                ("heads",), f"d_model {self.d_model} is not divisible by {self.heads} heads"
-            )
-        return self
-
-    def resolve_dims(self, dims: list[int] | None) -> list[int]:
-        """dims as given, or d_model/heads, or the default; never both sources."""
-        if self.d_model is not None and self.heads is not None:
-            d_k = self.d_model // self.heads
-            # A resolved spec.yaml carries both; they must agree.
-            if dims is not None and list(dims) != [d_k]:
-                raise SpecFieldError(("dims",), f"d_model/heads gives d_k = {d_k}; drop dims "
-                                     f"or make it [{d_k}]")
-            return [d_k]
-        return list(dims) if dims is not None else list(DEFAULT_DIMS)
+from sdpa_cli.spec.vectors import VectorLawFields
 
 
 class VarianceSpec(VectorLawFields):
     """Dot-product variance versus dimension."""
 
     study: Literal["variance"] = "variance"
-    dims: list[PosInt] | None = Field(None, min_length=1)  # default 3, 100, 1000
-    pairs: Int = Field(1000, ge=2)  # (q, k) pairs per dimension
-    scalings: list[ScalingField] = scalings("none", "sqrt")
-    bins: Int = Field(50, ge=1, le=1000)  # histogram bins in the figures
-    se_tolerance: Float = Field(4.0, gt=0)  # a check passes when |z| ≤ this
+    # default 3, 100, 1000
+    dims: list[PosInt] | None = Field(
+        None, min_length=1,
+        description="Dimensions to sample (default 3 100 1000).")
+    pairs: Int = Field(1000, ge=2, description="(q, k) pairs per dimension (default 1000).")
+    scalings: list[ScalingField] = scalings(
+        "none", "sqrt",
+        description=("none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] (default none "
+                     "sqrt)."))
+    bins: Int = Field(50, ge=1, le=1000, description="Histogram bins in the figures (default 50).")
+    # a check passes when |z| ≤ this
+    se_tolerance: SeTolerance = Field(
+        4.0, description="A check passes when |z| ≤ K (default 4).")
 
     @property
     def dim_list(self) -> list[int]:
@@ -94,10 +48,7 @@ class VarianceSpec(VectorLawFields):
     def _resolve(self) -> VarianceSpec:
         dims = self.resolve_dims(self.dims)
         object.__setattr__(self, "dims", dims)
-        labels = [s.label for s in self.scalings]
-        for i, label in enumerate(labels):
-            if label in labels[:i]:
-                raise SpecFieldError(("scalings", i), f"{label!r} is listed twice")
+        refuse_repeats("scalings", [s.label for s in self.scalings])
         for i, s in enumerate(self.scalings):
             # the variance study measures q·k times a factor of d alone, one pair at a time
             why = _refusal(s)

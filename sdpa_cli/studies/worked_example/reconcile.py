@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.spec.common import Documented, Printed
-from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 from sdpa_cli.framework.audit import flatten, pick, split_quantity
-from sdpa_cli.studies.worked_example.board import num
 from sdpa_cli.framework.result import AuditEntry
+from sdpa_cli.spec.common import Documented, Printed
+from sdpa_cli.studies.worked_example.board import num
 from sdpa_cli.studies.worked_example.parts import compute
+from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 from sdpa_cli.studies.worked_example.steps import BARE_VARIANCE, PREFIXES, WEIGHT_ROW, PartRun
 
 # --- the whole example ----------------------------------------------------------------------
@@ -63,7 +63,7 @@ def documented_problem(spec: WorkedExampleSpec, entry: Documented) -> str | None
                          for n in qty if "." in n})
         return (f"no quantity {name!r} in {run.part.kind} part {part_name!r}{hint}; "
                 f"quantities: {plain}" + (f"; also {', '.join(dotted)}" if dotted else ""))
-    for quantity, _printed in flatten(entry.value, entry.quantity):
+    for quantity, _printed, _at in flatten(entry.value, entry.quantity):
         _, idx = split_quantity(quantity)
         value = pick(_listed(qty[name]), idx)
         if not isinstance(value, int | float):

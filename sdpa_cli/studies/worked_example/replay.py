@@ -15,6 +15,7 @@ import numpy as np
 from sdpa_cli.framework.audit import audit_check, run_audit, split_quantity
 from sdpa_cli.framework.causes import Materiality, classify
 from sdpa_cli.framework.claims import judge_all
+from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import AuditEntry, Check, Figure, Panel, Result, Table, as_row
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.worked_example.reconcile import (
@@ -33,24 +34,25 @@ from sdpa_cli.studies.worked_example.steps import COLUMNS, WEIGHT_ROW, PartRun
 __all__ = ["documented_problem", "run"]
 
 
-def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
-    """Replay every part, audit every documented number; `workers` is unused (tiny work)."""
-    del workers
+def run(spec: WorkedExampleSpec, ctx: RunContext = SERIAL) -> Result:
+    """Replay every part, audit every documented number (tiny exact work: no blocks)."""
     runs = runs_for(spec)
     pairs: list[tuple[str, Documented, AuditEntry]] = []
     lookup = make_lookup(runs, spec)
-    for entry in spec.documented:
+    for j, entry in enumerate(spec.documented):
         part = part_of(spec, entry)
         run_ = runs.get(part or "")
         resolved = resolve_bare(entry, run_.quantities) if run_ else entry
-        for a in run_audit([resolved], lookup, 1.0, spec.document):
+        for a in run_audit([resolved], lookup, 1.0, spec.document, start=j):
             a = explain_by_printed_divisor(a, run_) if run_ else a
             if len(spec.parts) > 1:  # the same quantity exists in every part: say whose
                 a = dataclasses.replace(a, quantity=f"{part}/{a.quantity}")
             pairs.append((part or "", resolved, a))
     audit = list(classify(pairs, attention_replayer(runs), winner_flip(runs)))
     audit += judge_all(spec.claims, lookup, spec.document, spec.name or "worked-example")
-    checks = [_sanity(r) for r in runs.values() if r.part.kind == "attention"]
+    where = {p.name: i for i, p in enumerate(spec.parts)}
+    checks = [dataclasses.replace(_sanity(r), fields=(f"parts[{where[r.part.name]}]",))
+              for r in runs.values() if r.part.kind == "attention"]
     check = audit_check(audit)
     if check:
         checks.append(check)
@@ -62,7 +64,7 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
     if sums:
         panels.append(Panel("printed weights that cannot be softmax outputs", tuple(sums),
                             style="warn"))
-    figures = _figures(runs)
+    figures = _figures(runs) if ctx.figures else []
     first = next((r for r in runs.values() if r.part.kind == "attention"), None)
     extra = {
         "steps": _jsonable(first.steps) if first else {},
@@ -83,7 +85,7 @@ def run(spec: WorkedExampleSpec, *, workers: int = 1) -> Result:
         audit=tuple(audit),
         theory=_theory(runs.values()),
         notes=tuple(notes),
-        figures=figures,
+        figures=tuple(figures),
         panels=tuple(panels),
         extra=extra,
     )

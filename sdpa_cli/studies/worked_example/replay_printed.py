@@ -77,7 +77,11 @@ class _Inputs:
     def replay(self, fn: Fn) -> Replay | None:
         if not self.any_printed:
             return None
-        value = fn(self.values)
+        try:  # a printed number far out of range (exp of 1e6) has no replay
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                value = fn(self.values)
+        except (OverflowError, ValueError, ZeroDivisionError):
+            return None
         if not math.isfinite(value):
             return None
         return Replay(value, tuple(self.keys), spread_of(fn, self.values, self.units))

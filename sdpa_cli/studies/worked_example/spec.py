@@ -151,8 +151,10 @@ class WorkedExampleSpec(SpecBase):
     _computed: Any = PrivateAttr(default=None)
 
     study: Literal["worked-example"] = "worked-example"
-    expand: bool = False  # show every QKᵀ entry as its dot-product expansion (--expand)
-    parts: list[Part] = Field(min_length=1)  # the examples, in the document's order
+    expand: bool = Field(
+        False,
+        description="Show every QKᵀ entry as its dot-product expansion (--expand).")
+    parts: list[Part] = Field(min_length=1, description="The examples, in the document's order.")
 
     @model_validator(mode="after")
     def _parts_make_sense(self) -> WorkedExampleSpec:

@@ -12,7 +12,9 @@ from typing import Any
 
 from sdpa_cli import __version__
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
-from sdpa_cli.report import manifest
+from sdpa_cli.framework.result import clean
+from sdpa_cli.jsonio import load_json
+from sdpa_cli.report import write_stdout
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
@@ -58,10 +60,9 @@ def is_run_folder(path: Path) -> bool:
 
 
 def _results(folder: Path) -> dict[str, Any]:
-    try:
-        doc = manifest.load_json(folder / "results.json")
-    except (OSError, ValueError) as e:
-        raise InputError(Problem(f"cannot read results.json: {e}", file=str(folder))) from None
+    # a planted or corrupt file (bad JSON, nested 100 000 deep) is a JsonError: one line
+    # naming the file, exit 2
+    doc = load_json(folder / "results.json", what="results.json")
     if not isinstance(doc, dict):
         raise InputError(Problem("results.json is not an sdpa result", file=str(folder)))
     return doc
@@ -350,7 +351,6 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def as_json(doc: dict[str, Any]) -> str:
-    from sdpa_cli.framework.result import clean
 
     return json.dumps(clean(doc), indent=2, ensure_ascii=False) + "\n"
 
@@ -360,7 +360,6 @@ def run(a: Path, b: Path, *, tolerance: float, fmt: str, exact_mode: bool,
     """`sdpa compare`: the document on stdout for json/markdown, the summary on stderr."""
     import sys
 
-    from sdpa_cli.report import write_stdout
 
     doc = exact_doc(a, b) if exact_mode else compare(a, b, tolerance=tolerance)
     if fmt == "json":
