@@ -244,6 +244,38 @@ def gradients(spec_path: Path | None, **kwargs: Any) -> int:
     return _run("gradients", spec_path)
 
 
+@cli.command("depth", cls=StudyCommand,
+             short_help="Gradients and token collapse through a stack of blocks.")
+@SPEC_ARG
+@list_option("--layers", metavar="L [L ...]", help="Stack depths (default 12; at most 256).")
+@list_option("--dims", metavar="D [D ...]", help="d_k values (default 16 256).")
+@list_option("--scalings", metavar="RULE [RULE ...]",
+             help="none sqrt linear qknorm softcap:C … (default none sqrt linear).")
+@list_option("--norms", metavar="NORM [NORM ...]", help="post and/or pre (default both).")
+@value_option("--mlp", metavar="BOOL", help="true: each block adds a ReLU MLP (default false).")
+@value_option("--d-model", metavar="N", help="Width of X and of W_V (default 64).")
+@value_option("--keys", metavar="N", help="Tokens per sequence n (default 16).")
+@value_option("--trials", metavar="N", help="Independent draws (default 20).")
+@value_option("--init-std", metavar="S", help="σ_w: every W iid N(0, σ_w²/fan_in) (default 1).")
+@value_option("--causal", metavar="BOOL", help="true: query i sees keys 0…i (default false).")
+@value_option("--se-tolerance", metavar="K", help="Documented numbers match within K se.")
+@common_options
+def depth(spec_path: Path | None, **kwargs: Any) -> int:
+    """Gradients and token similarity, block by block, through L attention blocks.
+
+    Post-LN and Pre-LN blocks (LayerNorm without parameters), optional MLP, at
+    initialisation: ‖∂L/∂W_Q‖, ‖∂L/∂W_K‖, ‖∂L/∂W_V‖, frozen rows and the mean cosine between
+    tokens per block, per (L, d_k, rule, norm), on common random numbers.
+
+    \b
+    Examples:
+      sdpa depth --layers 12 --dims 16 256 --scalings none sqrt linear
+      sdpa depth experiments/depth/post-vs-pre.yaml --format json
+      sdpa depth --layers 2 4 8 --norms pre --mlp true --trials 50
+    """
+    return _run("depth", spec_path)
+
+
 @cli.command("run", cls=ValueCommand,
              short_help="Run every spec (default: experiments/) into outputs/.")
 @PATHS_ARG

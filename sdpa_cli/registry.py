@@ -135,6 +135,21 @@ def _train_figures() -> Mapping[str, Renderer]:
             "train.loss_vs_lr": f.draw_loss_vs_lr}
 
 
+def _depth() -> Study:  # issue 22; the lead's framework (issue 27) replaces this loader
+    from sdpa_cli.studies.depth import run as depth
+    from sdpa_cli.studies.depth.spec import DepthSpec, cost
+
+    return Study("depth", DepthSpec, depth.run, depth.documented_problem, _depth_figures,
+                 limits=cost)
+
+
+def _depth_figures() -> Mapping[str, Renderer]:
+    from sdpa_cli.studies.depth import figures as f
+
+    return {"depth.grad_wq": f.draw_grad_wq, "depth.cosine": f.draw_cosine,
+            "depth.frozen": f.draw_frozen}
+
+
 # The registry: one line per study, in the order help and error messages list them.
 LOADERS: dict[str, Callable[[], Study]] = {
     "variance": _variance,
@@ -143,6 +158,7 @@ LOADERS: dict[str, Callable[[], Study]] = {
     "worked-example": _worked_example,
     "gradients": _gradients,
     "train": _train,
+    "depth": _depth,
 }
 NAMES: tuple[str, ...] = tuple(LOADERS)
 
