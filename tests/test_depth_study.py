@@ -136,10 +136,8 @@ def test_bad_spec_file_names_file_line_and_field(sdpa, workdir: Path) -> None:
     assert "layers[1]" in r.err and "256" in r.err
 
 
-# The issue's 12-block torch check (d_model 64, n 16, 20 trials, with the MLP): the figures it
-# prints, as (d_k, rule, norm, block, field, value). Medians have no se of their own; they are
-# compared on a log scale against the spread of log ‖∂L/∂W_Q‖ over trials (se of a median
-# ≈ 1.25·sd/√n for a near-normal log).
+# The issue's 12-block torch check (d_model 64, n 16, 20 trials; its figures match the MLP
+# stack): each figure it prints, as (d_k, rule, norm, block, field, value).
 ISSUE = [
     (16, "sqrt", "post", 11, "token_cosine", 0.995),
     (256, "sqrt", "post", 11, "token_cosine", 0.998),
@@ -150,27 +148,37 @@ ISSUE = [
     (256, "sqrt", "post", 0, "grad_wq_median", 41.0),
     (256, "none", "post", 11, "token_cosine", 0.973),
 ]
+DIFFERENT: list[tuple] = []  # measured disagreements (see /work/notes and docs/depth.md)
+
+
+def issue_z(rows: list, item: tuple) -> tuple[dict, float]:
+    """Our row for an issue figure, and the figure's distance from our value in standard
+    errors of a 20-trial figure (the issue's) minus our 200-trial one. Medians have no se of
+    their own: they are compared on a log scale, with the se of a median of a near-normal
+    log, 1.25·sd(log)/√n, and sd(log) from our mean and se (lognormal)."""
+    d, rule, nm, layer, field, want = item
+    row = next(r for r in rows if (r["dim"], r["scaling"], r["norm"], r["layer"]) ==
+               (d, rule, nm, layer))
+    spread = math.sqrt(1 / 20 + 1 / 200)
+    if field == "grad_wq_median":
+        cv = row["grad_wq_se"] * math.sqrt(200) / row["grad_wq_mean"]
+        sd_log = math.sqrt(math.log1p(cv * cv))
+        return row, (math.log(want) - math.log(row[field])) / (1.25 * sd_log * spread)
+    sd = row[f"{field}_se"] * math.sqrt(200)
+    return row, (want - row[field]) / (sd * spread)
 
 
 @pytest.mark.slow
 def test_the_issues_torch_check_within_its_standard_errors() -> None:
-    """Run with several seeds' worth of trials (200) so our own se is small; each issue
-    figure (one 20-trial draw) must lie within 4 se of a 20-trial run's spread of our mean."""
+    """With 200 trials (our se small), each issue figure within 4 se of ours, except the
+    ones listed in DIFFERENT, which must still differ (the note gives their z)."""
     s = spec_io.load(EXPERIMENTS / "post-vs-pre.yaml").model_copy(update={"trials": 200})
     rows = depth.run(s).rows
-    for d, rule, nm, layer, field, want in ISSUE:
-        row = next(r for r in rows if (r["dim"], r["scaling"], r["norm"], r["layer"]) ==
-                   (d, rule, nm, layer))
-        if field == "grad_wq_median":
-            # log-scale: the issue's median of 20 against ours of 200; se of a log median
-            # of 20 ≈ 1.25·sd(log)/√20, with sd(log) from our mean and se (lognormal-ish)
-            cv = row["grad_wq_se"] * math.sqrt(200) / row["grad_wq_mean"]
-            sd_log = math.sqrt(math.log1p(cv * cv))
-            se = 1.25 * sd_log * math.sqrt(1 / 20 + 1 / 200)
-            z = (math.log(want) - math.log(row[field])) / se
+    for item in ISSUE:
+        row, z = issue_z(rows, item)
+        if item in DIFFERENT:
+            assert abs(z) > 4, (item, row[item[4]], z)
         else:
-            sd = row[f"{field}_se"] * math.sqrt(200)
-            z = (want - row[field]) / (sd * math.sqrt(1 / 20 + 1 / 200))
-        assert abs(z) <= 4, (d, rule, nm, layer, field, want, row[field], z)
+            assert abs(z) <= 4, (item, row[item[4]], z)
     pre = [r for r in rows if r["norm"] == "pre" and r["layer"] == 11]
     assert all(0.3 <= r["token_cosine"] <= 0.8 for r in pre)  # the issue: 0.36–0.74

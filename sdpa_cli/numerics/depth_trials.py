@@ -33,9 +33,10 @@ class Stack:
     causal: bool = False
 
     def weight_floats(self) -> int:
-        """Floats of one trial's weights (W_1, W_2 drawn even without MLP: same streams)."""
+        """Floats of one trial's weights (W_1, W_2 only with the MLP)."""
         dm = self.d_model
-        return self.max_layers * dm * (2 * self.max_dim + dm + 2 * MLP_WIDTH * dm)
+        return self.max_layers * dm * (2 * self.max_dim + dm
+                                       + (2 * MLP_WIDTH * dm if self.mlp else 0))
 
     def floats_per_trial(self) -> int:
         """One trial's weights, plus one forward's caches and one backward's gradients."""
@@ -63,14 +64,15 @@ class Draws:
 
     X: np.ndarray
     G: np.ndarray
-    blocks: tuple[Block, ...]  # W_Q, W_K at max_dim columns; W_1, W_2 always drawn
+    blocks: tuple[Block, ...]  # W_Q, W_K at max_dim columns; W_1, W_2 None without MLP
 
 
 def draw(rng: np.random.Generator, stack: Stack, trials: int) -> Draws:
-    """X, G, then block by block W_Q, W_K, W_V, W_1, W_2, in that fixed order. Every W is
-    N(0, σ_w²/fan_in), fan_in its number of rows. Every (L, d_k, rule, norm) reads these
-    same numbers (common random numbers): d_k takes W_Q's and W_K's first d_k columns, L
-    the first L blocks."""
+    """X, G, then block by block W_Q, W_K, W_V (and W_1, W_2 with the MLP), in that fixed
+    order. Every W is N(0, σ_w²/fan_in), fan_in its number of rows. Every (L, d_k, rule,
+    norm) reads these same numbers (common random numbers): d_k takes W_Q's and W_K's first
+    d_k columns, L the first L blocks. (mlp is not an axis: with and without MLP are two
+    specs, and their streams differ after the first block's W_V.)"""
     dm, n, dk, wide = stack.d_model, stack.n, stack.max_dim, MLP_WIDTH * stack.d_model
     s = stack.init_std
     X = rng.standard_normal((trials, n, dm))
@@ -79,8 +81,10 @@ def draw(rng: np.random.Generator, stack: Stack, trials: int) -> Draws:
     for _ in range(stack.max_layers):
         wq, wk = ((s / math.sqrt(dm)) * rng.standard_normal((trials, dm, dk)) for _ in "qk")
         wv = (s / math.sqrt(dm)) * rng.standard_normal((trials, dm, dm))
-        w1 = (s / math.sqrt(dm)) * rng.standard_normal((trials, dm, wide))
-        w2 = (s / math.sqrt(wide)) * rng.standard_normal((trials, wide, dm))
+        w1 = w2 = None
+        if stack.mlp:
+            w1 = (s / math.sqrt(dm)) * rng.standard_normal((trials, dm, wide))
+            w2 = (s / math.sqrt(wide)) * rng.standard_normal((trials, wide, dm))
         blocks.append(Block(wq, wk, wv, w1, w2))
     return Draws(X, G, tuple(blocks))
 
@@ -107,9 +111,8 @@ def stack_values(d: Draws, stack: Stack, d_k: int, rule: Scaling, norm: str,
     """L → the per-block values of the first L blocks, for every L in `layers`: one forward
     through the deepest stack (block l's forward does not depend on the blocks above it),
     then one backward from each L's output."""
-    mlp = stack.mlp
-    blocks = [Block(b.WQ[..., :d_k], b.WK[..., :d_k], b.WV, b.W1 if mlp else None,
-                    b.W2 if mlp else None) for b in d.blocks[:max(layers)]]
+    blocks = [Block(b.WQ[..., :d_k], b.WK[..., :d_k], b.WV, b.W1, b.W2)
+              for b in d.blocks[:max(layers)]]
     caches = forward(d.X, blocks, rule, norm, causal=stack.causal)
     frozen = np.stack([(c.attn.row_jacobian_norms() < FROZEN_BELOW).mean(axis=-1)
                        for c in caches])

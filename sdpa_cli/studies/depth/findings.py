@@ -51,8 +51,7 @@ def theory_checks(spec: DepthSpec) -> list[Check]:
     d = draw(rng, small, 1)
     x = np.repeat(d.X[:, :1, :], spec.keys, axis=1)
     dk = min(spec.dims)
-    blocks = [Block(b.WQ[..., :dk], b.WK[..., :dk], b.WV, b.W1 if spec.mlp else None,
-                    b.W2 if spec.mlp else None) for b in d.blocks]
+    blocks = [Block(b.WQ[..., :dk], b.WK[..., :dk], b.WV, b.W1, b.W2) for b in d.blocks]
     checks = []
     for nm in spec.norms:
         worst, worst_rule = 0.0, ""
