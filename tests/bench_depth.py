@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import interleaved_best  # noqa: E402  (tests/ is not a package)
+from bench_train import interleaved_best
 
-from sdpa_cli.numerics.depth import Block, backward, forward, output  # noqa: E402
-from sdpa_cli.numerics.depth_trials import MLP_WIDTH, Stack, draw, stack_values  # noqa: E402
-from sdpa_cli.numerics.rng import block_generator  # noqa: E402
-from sdpa_cli.numerics.scaling import Scaling  # noqa: E402
-from sdpa_cli.process import keep_freed_memory  # noqa: E402
+from sdpa_cli.numerics.depth import Block, backward, forward, output
+from sdpa_cli.numerics.depth_trials import MLP_WIDTH, Stack, draw, stack_values
+from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.process import keep_freed_memory
 
 LAYERS = 12
 N = 16

@@ -1,4 +1,5 @@
-"""Training through a stack: the recall loss's hand-written gradients against central differences."""
+"""Training through a stack: the recall loss's hand-written gradients against central differences.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A stack of attention blocks (Post-LN or Pre-LN, optional MLP): forward and hand-written backward."""
+"""A stack of attention blocks (Post-LN or Pre-LN, optional MLP): forward, hand-written backward."""
 
 from __future__ import annotations
 
@@ -85,7 +85,10 @@ def forward(x: np.ndarray, blocks: Sequence[Block], rule: Scaling, norm: str, *,
     return caches
 
 
-def output(caches: Sequence[BlockCache], norm: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+LNState = tuple[np.ndarray, np.ndarray]  # (LN output, 1/σ)
+
+
+def output(caches: Sequence[BlockCache], norm: str) -> tuple[np.ndarray, LNState | None]:
     """(the model's output, the final LN's (y, 1/σ) for Pre-LN, else None)."""
     h = caches[-1].out
     if norm == "pre":
@@ -104,7 +107,7 @@ class BlockGrads:
 
 
 def backward(caches: Sequence[BlockCache], blocks: Sequence[Block], d_out: np.ndarray,
-             norm: str, *, final: tuple[np.ndarray, np.ndarray] | None = None, input_grad: bool = False
+             norm: str, *, final: LNState | None = None, input_grad: bool = False
              ) -> tuple[list[BlockGrads], np.ndarray | None]:
     """Gradients of every block's weights (first block first) for ∂L/∂output = d_out, and
     ∂L/∂x when input_grad. `final` is output()'s second value (Pre-LN's final LN)."""

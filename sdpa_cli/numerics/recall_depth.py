@@ -1,4 +1,4 @@
-"""Associative recall through a stack of attention blocks (numerics.depth): weights, loss, backward."""
+"""Associative recall through a stack of attention blocks (numerics.depth): weights, backward."""
 
 from __future__ import annotations
 

@@ -105,16 +105,15 @@ def verdicts(spec: DepthSpec, rows: Sequence[Row], summary: Sequence[Row],
     `first[(norm, d_k)][rule]` is block 0's ‖∂L/∂W_Q‖ per trial in the deepest stack."""
     L = max(spec.layers)
     out: list[str] = []
-    collapse_by_norm: dict[str, bool] = {}
+    collapse_by_norm: dict[str, list[Row]] = {}  # norm → its deepest stacks
     starve: list[bool] = []
     name = {"post": "Post-LN", "pre": "Pre-LN"}
     for nm in spec.norms:
         mine = [s for s in _deepest(spec, summary) if s["norm"] == nm]
         cos = [s["last_cosine"] for s in mine]
-        falls = [s for s in mine if s["wq_ratio"] is not None and s["wq_ratio_se"] is not None
-                 and s["wq_ratio"] + 2 * s["wq_ratio_se"] < 1.0]
-        collapsed = all(c is not None and c >= COLLAPSED for c in cos)
-        collapse_by_norm[nm] = collapsed and len(falls) == len(mine)
+        falls = [s for s in mine if _falls(s)]
+        collapsed = all(_collapsed(s) for s in mine)
+        collapse_by_norm[nm] = mine
         out.append(
             f"{name[nm]}, L = {L}: after the last block the tokens' mean cosine is "
             f"{_span(cos)} over every d_k and rule ("
@@ -182,17 +181,36 @@ def _claim(starve: list[bool]) -> str:
                    "above).")
 
 
-def _collapse(spec: DepthSpec, by_norm: dict[str, bool], name: dict[str, str]) -> str:
-    yes = [name[n] for n, v in by_norm.items() if v]
-    no = [name[n] for n, v in by_norm.items() if not v]
+def _collapse(spec: DepthSpec, by_norm: dict[str, list[Row]], name: dict[str, str]) -> str:
+    """Per norm: in how many of the deepest stacks the tokens collapse (cosine ≥ 0.9 after
+    the last block) and W_Q's gradient falls (last/first below 1 by 2 se), and which not."""
     if max(spec.layers) < 2:
         return "Rank collapse is not tested with one block."
-    text = "The rank-collapse account "
-    if yes:
-        text += (f"holds under {' and '.join(yes)}: the tokens become alike block by block "
-                 "and the gradient on W_Q falls towards the output, under every rule")
-    if no:
-        text += ("; " if yes else "") + (
-            f"does not hold under {' and '.join(no)}: the tokens do not all collapse, or the "
-            "gradient on W_Q does not fall in every stack")
-    return text + "."
+    parts = []
+    for nm, mine in by_norm.items():
+        both = [s for s in mine if _collapsed(s) and _falls(s)]
+        if len(both) == len(mine):
+            parts.append(f"holds under {name[nm]} in every stack: the tokens become alike "
+                         "block by block and the gradient on W_Q falls towards the output, "
+                         "under every rule")
+            continue
+        if not both:
+            parts.append(f"does not hold under {name[nm]}: in none of its {len(mine)} stacks "
+                         f"do the tokens reach a cosine of {COLLAPSED:g} while W_Q's gradient "
+                         "falls")
+            continue
+        misses = ", ".join(f"{s['scaling']} at d_k = {s['dim']}" for s in mine
+                           if s not in both)
+        parts.append(f"holds under {name[nm]} in "
+                     f"{len(both)} of {len(mine)} stacks (not: {misses}; there the tokens "
+                     f"stay below a cosine of {COLLAPSED:g} or W_Q's gradient does not fall)")
+    return "The rank-collapse account " + "; it ".join(parts) + "."
+
+
+def _collapsed(s: Row) -> bool:
+    return s["last_cosine"] is not None and s["last_cosine"] >= COLLAPSED
+
+
+def _falls(s: Row) -> bool:
+    return (s["wq_ratio"] is not None and s["wq_ratio_se"] is not None
+            and s["wq_ratio"] + 2 * s["wq_ratio_se"] < 1.0)

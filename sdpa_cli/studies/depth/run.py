@@ -85,7 +85,8 @@ def _values(spec: DepthSpec, ctx: RunContext) -> dict[Key, dict[int, BlockValues
         acc.append(part)
         return acc
 
-    parts = fold_blocks(blocks, work, fold, [], ctx.workers, ctx.executor, ctx.tick)
+    start: list[dict[Key, dict[int, BlockValues]]] = []
+    parts = fold_blocks(blocks, work, fold, start, ctx.workers, ctx.executor, ctx.tick)
     return {k: {L: BlockValues.join([p[k][L] for p in parts]) for L in spec.layers}
             for k in parts[0]}
 
@@ -235,7 +236,7 @@ def _figures(spec: DepthSpec, rows: Sequence[Mapping[str, Any]]) -> tuple[Figure
     data = {"series": series, "norms": list(spec.norms), "dims": list(spec.dims),
             "sizes": sizes}
     return (
-        Figure("grad_wq_by_block", "depth.grad_wq", "‖∂L/∂W_Q‖ per block (median; mean ± 2 se)",
+        Figure("grad_wq_by_block", "depth.grad_wq", "Median ‖∂L/∂W_Q‖ per block",
                data, caption="A falling line: less gradient reaches W_Q in the blocks "
                "nearer the output. Solid: d_k as in the legend; one panel per norm."),
         Figure("token_cosine_by_block", "depth.cosine", "Mean cosine between tokens per block",

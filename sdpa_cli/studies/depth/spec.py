@@ -8,8 +8,8 @@ from pydantic import Field, model_validator
 
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.depth_trials import BLOCK_FLOATS, Stack
-from sdpa_cli.spec import limits
 from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.spec import limits
 from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase
 
 MAX_LAYERS = 256  # blocks in one stack
@@ -18,6 +18,7 @@ MAX_KEYS = 4096
 IN_FLIGHT = 16  # blocks of trials held at once (fold_blocks keeps 2 × workers, workers ≤ 8)
 KEPT_PER_ROW = 5  # per-trial values kept per row (for the medians), float64 each
 Norm = Literal["post", "pre"]
+NORMS: tuple[Norm, ...] = ("post", "pre")
 
 
 class DepthSpec(SpecBase):
@@ -31,7 +32,7 @@ class DepthSpec(SpecBase):
     scalings: list[ScalingField] = Field(
         default_factory=lambda: [Scaling.parse(x) for x in ("none", "sqrt", "linear")],
         min_length=1, description="score rules: none sqrt linear qknorm softcap:C …")
-    norms: list[Norm] = Field(default_factory=lambda: ["post", "pre"], min_length=1,
+    norms: list[Norm] = Field(default_factory=lambda: list(NORMS), min_length=1,
                               description="post (LN after each residual add) and/or pre")
     mlp: bool = Field(False, description="true: each block adds ReLU(h·W_1)·W_2 after attention")
     d_model: PosInt = Field(64, le=MAX_WIDTH, description="width of X and of W_V (d_model²)")
