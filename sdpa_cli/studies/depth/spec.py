@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from sdpa_cli.errors import SpecFieldError
-from sdpa_cli.numerics.depth_trials import BLOCK_FLOATS, Stack
+from sdpa_cli.numerics.depth_trials import Stack
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec import limits
 from sdpa_cli.spec.common import Float, Int, PosInt, ScalingField, SpecBase
@@ -78,7 +78,11 @@ def cost(spec: DepthSpec) -> limits.Cost:
     work = spec.trials * (configs * sum(int(stack.flops(d, spec.layers)) for d in spec.dims)
                           + stack.weight_floats())
     trial = stack.floats_per_trial()
-    blocks = 8 * IN_FLIGHT * max(trial, BLOCK_FLOATS)
+    size = stack.block_trials()
+    # a block of trials holds size × trial floats (one trial when a trial is larger than
+    # BLOCK_FLOATS); at most IN_FLIGHT blocks, and never more than there are
+    in_flight = min(IN_FLIGHT, -(-spec.trials // size))
+    blocks = 8 * in_flight * size * trial
     rows = len(spec.dims) * configs * sum(spec.layers)
     memory = blocks + 8 * spec.trials * rows * KEPT_PER_ROW
     work, memory, output = limits._table(rows + len(spec.dims) * configs * len(spec.layers),
