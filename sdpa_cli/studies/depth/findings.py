@@ -23,6 +23,10 @@ THEORY_BLOCKS = 3  # blocks of the identical-token check (enough for a block abo
 THEORY_STREAM = (1 << 31,)  # its own spawn key, apart from the trials' (b,) keys
 # A block-0 frozen share this much above another rule's counts as "more saturated".
 MORE_FROZEN = 0.05
+# W_Q's gradient counts as vanished below this share of the first block's, and W_V's as
+# kept above WV_KEPT: a fall of 10× against one of at most 2×.
+WQ_VANISHED = 0.1
+WV_KEPT = 0.5
 SIGN_Z = 2.0  # the paired sign test's |z| beyond which one rule's gradient is the larger
 
 
@@ -123,6 +127,19 @@ def verdicts(spec: DepthSpec, rows: Sequence[Row], summary: Sequence[Row],
             f"more than 2 se in {len(falls)} of {len(mine)} stacks.")
         if L < 2:
             continue
+        wv = _wv_ratios(rows, nm, L)
+        if wv:
+            by_rule = "; ".join(f"{s.label} {_span([wv[(d, s.label)] for d in spec.dims], '.3g')}"
+                                for s in spec.scalings)
+            kept = [f"{r['scaling']} at d_k = {r['dim']}" for r in mine
+                    if _falls(r) and r["wq_ratio"] + 2 * r["wq_ratio_se"] < WQ_VANISHED
+                    and (wv[(r["dim"], r["scaling"])] or 0.0) >= WV_KEPT]
+            out.append(
+                f"{name[nm]}, L = {L}: ‖∂L/∂W_V‖ last/first block (means) {by_rule}. "
+                + (f"Where W_V keeps at least {WV_KEPT:g} of its gradient while W_Q's falls "
+                   f"below {WQ_VANISHED:g} ({', '.join(kept)}), W_Q is starved by the "
+                   "tokens' likeness, not by a gradient vanishing as a whole." if kept else
+                   "In no stack does W_V keep its gradient while W_Q's vanishes."))
         for d in spec.dims:
             line = _saturated_first_block(rows, first.get((nm, d), {}), nm, d, L, name)
             if line is not None:
@@ -135,6 +152,19 @@ def verdicts(spec: DepthSpec, rows: Sequence[Row], summary: Sequence[Row],
     out.append(_claim(starve))
     out.append(_collapse(spec, collapse_by_norm, name))
     return tuple(out)
+
+
+def _wv_ratios(rows: Sequence[Row], nm: str, L: int) -> dict[tuple[int, str], float | None]:
+    """(d_k, rule) → mean ‖∂L/∂W_V‖ at the last block ÷ at the first, deepest stacks."""
+    out: dict[tuple[int, str], float | None] = {}
+    firsts = [r for r in rows if r["norm"] == nm and r["layers"] == L and r["layer"] == 0]
+    for f in firsts:
+        last = next(r for r in rows if r["norm"] == nm and r["layers"] == L
+                    and r["layer"] == L - 1 and r["dim"] == f["dim"]
+                    and r["scaling"] == f["scaling"])
+        a, b = last["grad_wv_mean"], f["grad_wv_mean"]
+        out[(f["dim"], f["scaling"])] = a / b if a is not None and b else None
+    return out
 
 
 def _saturated_first_block(rows: Sequence[Row], per_trial: Mapping[str, np.ndarray], nm: str,
