@@ -185,3 +185,14 @@ def test_the_issues_torch_check_within_its_standard_errors() -> None:
             assert abs(z) <= 4, (item, row[item[4]], z)
     pre = [r for r in rows if r["norm"] == "pre" and r["layer"] == 11]
     assert all(0.3 <= r["token_cosine"] <= 0.8 for r in pre)  # the issue: 0.36–0.74
+
+
+@pytest.mark.parametrize("kw", [{"init_std": 1000.0, "causal": True}, {"d_model": 1, "dims": [1]}],
+                         ids=["saturated", "d_model-1"])
+def test_degenerate_stacks_give_null_ratios_not_errors(kw: dict) -> None:
+    """Every row frozen (σ_w = 1000) or every row 0 after LN (d_model 1): block 0 passes no
+    gradient to W_Q, so last/first is null, and the identical-token checks still pass."""
+    result = depth.run(_small(**{"layers": [3], "trials": 3, **kw}))
+    assert all(c.passed for c in result.checks), [c for c in result.checks if not c.passed]
+    if "d_model" in kw:
+        assert all(s["wq_ratio"] is None for s in result.tables[0].rows)

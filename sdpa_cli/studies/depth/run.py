@@ -120,6 +120,8 @@ def ratio_of_means(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     var ≈ r²·(s_a²/ā² + s_b²/b̄² − 2·s_ab/(ā·b̄))/n."""
     n = a.size
     ma, mb = float(a.mean()), float(b.mean())
+    if mb == 0.0 or not math.isfinite(ma / mb):  # a first block passing no gradient at all
+        return math.nan, math.nan
     r = ma / mb
     cov = np.cov(a, b, ddof=1)
     rel = cov[0, 0] / ma**2 + cov[1, 1] / mb**2 - 2.0 * cov[0, 1] / (ma * mb)
