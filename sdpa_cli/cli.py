@@ -194,6 +194,9 @@ def jacobian(spec_path: Path | None, **kwargs: Any) -> int:
 @value_option("--embeddings", metavar="E", help="fixed (default) | learned.")
 @value_option("--target-accuracy", metavar="A", help="Accuracy for steps-to-target (0.9).")
 @value_option("--log-every", metavar="N", help="Steps per logged point (default 10).")
+@value_option("--norm", metavar="NORM", help="none (one head, default) | post | pre: a stack.")
+@value_option("--layers", metavar="L", help="Blocks of the stack, with --norm (default 1).")
+@value_option("--mlp", metavar="BOOL", help="true: each block adds a ReLU MLP (default false).")
 @common_options
 def train(spec_path: Path | None, **kwargs: Any) -> int:
     """Train one attention head on associative recall, with and without scaling.

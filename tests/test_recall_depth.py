@@ -61,3 +61,18 @@ def test_a_stack_trains_and_logs_block_0() -> None:
     loss = log.series["loss"]
     assert log.diverged_at is None and np.all(np.isfinite(loss))
     assert loss[-1] < loss[0]  # Adam at 0.01 on 40 steps lowers the recall loss
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--layers", "4"], "layers: 4 blocks need norm post or pre"),
+    (["--mlp", "true"], "mlp: the MLP belongs to the blocks of a stack"),
+    (["--norm", "post", "--layers", "257"], "layers"),
+    (["--norm", "sideways"], "norm"),
+], ids=["layers-without-norm", "mlp-without-norm", "too-deep", "unknown-norm"])
+def test_train_stack_fields_refused_on_one_line(sdpa, workdir, args: list[str],
+                                                says: str) -> None:
+    r = sdpa("train", "--dims", "8", "--steps", "10", "--seed", "1", *args)
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1 and "Traceback" not in r.err, r.err
+    assert says in lines[0], lines[0]
+    assert not (workdir / "outputs").exists()

@@ -248,7 +248,8 @@ def _theory(spec: TrainSpec) -> tuple[str, ...]:
         f"chance loss ln V = ln {spec.vocab} = {math.log(spec.vocab):.4g}; a head that attends "
         "to the matching pair can reach loss 0",
         "at init the unscaled scores have std ≈ √d_k·|x|²/d_model (|x|² ≈ 2·d_model for a pair "
-        "row), so the query row's softmax is near one-hot once that passes √(2 ln n)",
+        "row), so the query row's softmax is near one-hot once that passes √(2 ln n)"
+        + (" (Pre-LN: block 0 reads LN(x), |x|² ≈ d_model)" if spec.norm == "pre" else ""),
         "steps to target: the first logged step whose window-mean accuracy reaches the target; "
         "lo–hi is the range over seeds",
     )
