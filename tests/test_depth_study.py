@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sdpa_cli import spec as spec_io
+from sdpa_cli import loader as spec_io
 from sdpa_cli.studies.depth import run as depth
 from sdpa_cli.studies.depth.rows import FIELDS
 from sdpa_cli.studies.depth.spec import DepthSpec
@@ -56,7 +56,7 @@ def test_common_random_numbers_across_depths() -> None:
 
 
 def test_the_run_does_not_depend_on_the_threads() -> None:
-    from sdpa_cli.studies.context import RunContext
+    from sdpa_cli.framework.context import RunContext
 
     s = _small()
     assert depth.run(s).rows == depth.run(s, RunContext(workers=3)).rows

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import sdpa_cli
-from sdpa_cli.report.manifest import load_json
-from sdpa_cli.studies.result import AuditEntry, Check
+from sdpa_cli.framework.result import AuditEntry, Check
+from sdpa_cli.report.manifest import load_json, run_folder_problem
 
 MANIFEST = "manifest.json"
 
@@ -69,7 +69,6 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
             and doc.get("versions") == dict(versions))
     if not same or doc.get("status") not in ("passed", "failed"):
         return None
-    from sdpa_cli.report.manifest import run_folder_problem
 
     if run_folder_problem(folder):  # a file missing, added or changed since sdpa wrote it
         return None

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.report.figures import style
-from sdpa_cli.studies.result import Figure
+from sdpa_cli.framework import figure_style as style
+from sdpa_cli.framework.result import Figure
 
 NAMES = {"post": "Post-LN", "pre": "Pre-LN"}
 DASHES = ("-", "--", ":", "-.")  # one per d_k

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.common import plain
+from sdpa_cli.framework.result import Check
 from sdpa_cli.numerics.attention_grad import frobenius
 from sdpa_cli.numerics.depth import Block, backward, forward, output
 from sdpa_cli.numerics.depth_trials import draw
 from sdpa_cli.numerics.rng import block_generator
-from sdpa_cli.studies.common import plain
 from sdpa_cli.studies.depth.spec import DepthSpec
-from sdpa_cli.studies.result import Check
 
 Row = Mapping[str, Any]
 COLLAPSED = 0.9

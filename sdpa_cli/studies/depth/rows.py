@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sdpa_cli.studies.result import row_fields
+from sdpa_cli.framework.result import row_fields
 
 
 @dataclass(frozen=True)

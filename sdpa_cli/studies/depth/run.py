@@ -8,19 +8,19 @@ from typing import Any
 
 import numpy as np
 
+from sdpa_cli.framework.audit import Lookup, find_rows, pick, selector_problem, split_quantity
+from sdpa_cli.framework.common import assemble
+from sdpa_cli.framework.common import canonical as _canonical
+from sdpa_cli.framework.common import finite as _finite
+from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.depth_trials import BlockValues, draw, stack_values
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.audit import Lookup, find_rows, pick, selector_problem, split_quantity
-from sdpa_cli.studies.common import assemble
-from sdpa_cli.studies.common import canonical as _canonical
-from sdpa_cli.studies.common import finite as _finite
-from sdpa_cli.studies.context import SERIAL, RunContext
 from sdpa_cli.studies.depth import findings
 from sdpa_cli.studies.depth.rows import FIELDS, STACK_FIELDS, DepthRow, StackRow
 from sdpa_cli.studies.depth.spec import DepthSpec
-from sdpa_cli.studies.result import Check, Column, Figure, Result, Table, as_row
 
 COLLAPSED = 0.9  # token cosine at which a stack counts as collapsed (the threshold)
 # The main table goes to the terminal only up to this many rows (one per block); the
@@ -170,7 +170,7 @@ def run(spec: DepthSpec, ctx: RunContext = SERIAL) -> Result:
         tables=[Table("stacks", "Per stack: ‖∂L/∂W_Q‖ last/first block and token collapse",
                       STACK_COLUMNS, tuple(summary))],
         checks=checks, lookup=_lookup(rows, summary), theory=findings.theory_lines(spec),
-        notes=_notes(spec), figures=_figures(spec, rows),
+        notes=_notes(spec), figures=_figures(spec, rows) if ctx.figures else (),
         findings=findings.verdicts(spec, rows, summary, _first_blocks(spec, values)),
         expect=findings.expect(),
     )
