@@ -72,10 +72,12 @@ def load(
                                   f"unknown study {study!r}{_did_you_mean(study, registry.NAMES)}; "
                                   "one of " + ", ".join(registry.NAMES)))
     data["study"] = study
+    cls = model_for(study)
+    if path is not None:  # file names inside a spec are relative to the spec's folder
+        data = cls.resolve_paths(data, path.parent)
     data.update(overrides or {})
     if "name" not in data:
         data["name"] = _safe_name(path.stem if path is not None else (default_name or study))
-    cls = model_for(study)
     if data.get("seed") is None and cls.needs_seed(data):
         data["seed"] = fresh_entropy()
     try:

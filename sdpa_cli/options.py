@@ -172,6 +172,8 @@ def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
         if not isinstance(param, SpecOption) or param.name is None:
             continue
         value = ctx.params.get(param.name)
+        if isinstance(value, tuple):  # a list flag given more than once: one list
+            value = [item for part in value for item in part] or None
         if value is None:
             continue
         overrides[param.name] = (value if isinstance(value, bool) else  # a switch

@@ -351,13 +351,6 @@ def test_fifo_is_refused_without_blocking(sdpa, workdir: Path):
     assert "not a regular file" in r.err and len(r.err.strip().splitlines()) == 1
 
 
-def test_every_study_has_a_guard():
-    from sdpa_cli import registry
-
-    for name in registry.NAMES:
-        assert registry.get(name).cost is not None, name
-
-
 def test_the_fake_run_folder_is_replaced_when_it_is_sdpa_s(sdpa, workdir: Path):
     # The control for the marker cases above: unchanged, the same folder is sdpa's to replace,
     # so each refusal above comes from the one thing its case changed.

@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -229,6 +230,12 @@ class SpecBase(Model):
             raise ValueError(f"{v!r} is the name of a batch folder's own file "
                              f"({', '.join(RESERVED_NAMES)}); choose another name")
         return v
+
+    @classmethod
+    def resolve_paths(cls, data: dict[str, Any], base: Path) -> dict[str, Any]:
+        """A spec's raw fields with the file names it gives made relative to `base`, its
+        own folder (most specs name no files)."""
+        return data
 
     @property
     def document(self) -> str:

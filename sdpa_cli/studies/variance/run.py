@@ -205,8 +205,9 @@ def _check(row: VarianceRow, k: float) -> Check:
 def _se(row: Mapping[str, Any], name: str) -> float | None:
     """The variance's se is the row's `se`; the std's follows by the delta method."""
     if name == "std" and row["se"] is not None and row["std"]:
-        return float(row["se"]) / (2.0 * row["std"])
-    return {"variance": row["se"], "mean": row["mean_se"]}.get(name)
+        return float(row["se"]) / (2.0 * float(row["std"]))
+    se = {"variance": row["se"], "mean": row["mean_se"]}.get(name)
+    return None if se is None else float(se)
 
 
 def findings(rows: list[VarianceRow]) -> tuple[str, ...]:

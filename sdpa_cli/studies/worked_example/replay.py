@@ -77,7 +77,7 @@ def run(spec: WorkedExampleSpec, ctx: RunContext = SERIAL) -> Result:
         audit=tuple(audit),
         theory=_theory(runs.values()),
         notes=tuple(notes),
-        figures=figures,
+        figures=tuple(figures),
         panels=tuple(panels),
         extra=extra,
     )
