@@ -77,8 +77,8 @@ def documented_problem(spec: TrainSpec, entry: Documented) -> str | None:
 
 
 def task_for(spec: TrainSpec, dim: int) -> recall.Task:
-    return recall.Task(spec.vocab, spec.pairs, spec.d_model, dim,
-                       learned_embeddings=spec.embeddings == "learned")
+    task: recall.Task = spec.task(dim)
+    return task
 
 
 def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
@@ -229,7 +229,8 @@ def _theory(spec: TrainSpec) -> tuple[str, ...]:
         f"chance loss ln V = ln {spec.vocab} = {math.log(spec.vocab):.4g}; a head that attends "
         "to the matching pair can reach loss 0",
         "at init the unscaled scores have std ≈ √d_k·|x|²/d_model (|x|² ≈ 2·d_model for a pair "
-        "row), so the query row's softmax is near one-hot once that passes √(2 ln n)",
+        "row), so the query row's softmax is near one-hot once that passes √(2 ln n)"
+        + (" (Pre-LN: block 0 reads LN(x), |x|² ≈ d_model)" if spec.norm == "pre" else ""),
         "steps to target: the first logged step whose window-mean accuracy reaches the target; "
         "lo–hi is the range over seeds",
     )
@@ -241,7 +242,17 @@ def _notes(spec: TrainSpec) -> list[str]:
         "starts from the same weights and sees the same batches (paired comparison).",
         f"each sequence: {spec.pairs} key–value pairs (one row each: E_key[k] + E_value[v]) then "
         f"the query key; embeddings {spec.embeddings}; logged means over {spec.log_every} steps.",
+        *_stack_note(spec),
     ]
+
+
+def _stack_note(spec: TrainSpec) -> list[str]:
+    if spec.norm == "none":
+        return []
+    name = {"post": "Post-LN", "pre": "Pre-LN"}[spec.norm]
+    return [f"model: {spec.layers} {name} block(s) of the depth study (LayerNorm without "
+            f"parameters{', ReLU MLP' if spec.mlp else ''}, value width d_model), read out "
+            "on the query row; entropy, largest |score| and ‖∂L/∂W_Q‖ are block 0's."]
 
 
 def _median_curves(runs: list[recall.TrainLog]) -> dict[str, Any]:
