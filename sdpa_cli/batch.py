@@ -177,7 +177,8 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
             outcomes.append(outcome)
             tally.add(outcome)
             if progress is not None:
-                progress.done(outcome.status, outcome.seconds, outcome.error)
+                progress.done(outcome.status, outcome.seconds, outcome.error,
+                              kept=outcome.kept)
             if fail_fast and tally.stops(outcome):
                 for q in planned[i + 1:]:
                     outcomes.append(Outcome(q, "skipped"))

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -34,7 +35,10 @@ def _counts(outcomes: Sequence[Outcome]) -> dict[str, int]:
 def _headline(outcomes: Sequence[Outcome]) -> str:
     counts = _counts(outcomes)
     parts = [f"{n} {status}" for status, n in sorted(counts.items())]
-    return f"{len(outcomes)} experiments: " + ", ".join(parts)
+    kept = sum(o.kept for o in outcomes)
+    what = "experiment" if len(outcomes) == 1 else "experiments"
+    return f"{len(outcomes)} {what}: " + ", ".join(parts) + (
+        f" ({kept} unchanged, kept)" if kept else "")
 
 
 # --- index.md ----------------------------------------------------------------------------
@@ -155,21 +159,48 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
-                 described: int | None = None, wrote: bool = True) -> None:
-    con = console()
-    table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold")
-    for header in ("experiment", "study", "status", "checks", "findings", "seconds"):
-        table.add_column(header, justify="right" if header in ("seconds",) else "left")
+# One symbol per status, so the experiment's name keeps the width at 80 columns.
+MARK = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "–"}
+LEGEND = ("✓ passed, ✗ a check failed, ! could not run, – skipped; = unchanged since its "
+          "folder was written, kept; mismatch: the documents' printed numbers the "
+          "recomputation contradicts (\"open\" = not accepted as a known finding)")
+
+
+def _mismatch(bad: int, ok: int) -> Text:
+    if not bad:
+        return Text("0", style="dim")
+    return Text(f"{bad}" if bad == ok else f"{bad} ({bad - ok} open)",
+                style="yellow" if bad == ok else "bold red")
+
+
+def summary_table(outcomes: Sequence[Outcome]) -> RichTable:
+    """One line per spec: the name whole (never cut), the rest as symbols and counts."""
+    table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("experiment", no_wrap=True,
+                     min_width=max((len(_name(o)) for o in outcomes), default=10))
+    table.add_column("study", no_wrap=True, overflow="ellipsis", max_width=14)
+    table.add_column("", no_wrap=True)  # status mark, and = when kept
+    for header in ("checks", "mismatch", "seconds"):
+        table.add_column(header, justify="right", no_wrap=True)
     for o in outcomes:
         r = o.result
         checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
-        bad, ok = provenance.findings(r)
         style = {"passed": "green", "failed": "red", "error": "bold red"}.get(o.status, "dim")
-        status = Text(o.status + (" (unchanged, kept)" if o.kept else ""), style=style)
-        table.add_row(_name(o), o.planned.spec.study, status, checks,
-                      f"{bad} ({ok} accepted)", f"{o.seconds:.1f}")
-    con.print(table)
+        mark = Text(MARK.get(o.status, "?"), style=style)
+        if o.kept:
+            mark.append("=", style="dim")
+        seconds = Text("kept", style="dim") if o.kept else Text(f"{o.seconds:.1f}")
+        table.add_row(_name(o), o.planned.spec.study, mark, checks,
+                      _mismatch(*provenance.findings(r)), seconds)
+    return table
+
+
+def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
+                 described: int | None = None, wrote: bool = True) -> None:
+    con = console()
+    con.print(summary_table(outcomes))
+    con.print(Text(LEGEND, style="dim"))
     for o in outcomes:
         if o.status == "error":
             con.print(Text(f"error  {_name(o)}: {o.error}", style="bold red"))

@@ -1,10 +1,14 @@
 """Progress on stderr: live bars (specs, blocks) on a terminal, plain lines otherwise. A batch
-shows both bars; a single study command (`Progress.blocks_only`) only the blocks bar."""
+shows both bars; a single study command (`Progress.blocks_only`) only the blocks bar. Each
+finished spec prints one line with the batch's elapsed and remaining time (a plain line, so a
+log gets one line per spec and no carriage-return residue)."""
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.progress import (
@@ -24,8 +28,12 @@ _STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "d
 
 class Progress:
     def __init__(self, total: int, *, quiet: bool = False, specs: bool = True,
-                 blocks: str = "  blocks") -> None:
+                 blocks: str = "  blocks", estimates: Sequence[float] = ()) -> None:
         self.total = total
+        # Estimated seconds of each spec (report.eta; 0 for a kept one), for the time left.
+        self.estimates = list(estimates)
+        self.began = time.monotonic()
+        self.spent = self.expected = 0.0  # seconds taken and estimated by specs that ran
         self.specs = specs  # False: no specs bar (one study), the blocks bar alone
         self.blocks_label = blocks
         self.quiet = quiet
@@ -43,14 +51,17 @@ class Progress:
         if self.live:
             self.bar = RichProgress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                    TextColumn("{task.fields[left]}"),
                                     console=self.con, transient=True)
             self.bar.__enter__()
             if self.specs:
-                self.task = self.bar.add_task("starting", total=self.total)
+                self.task = self.bar.add_task("starting", total=self.total,
+                                              left=self.left_text(0))
             # Blocks (and sweep cells) of the specs running, as they complete: a long spec
             # moves this bar while the one above waits for the spec to end. Hidden until the
             # first tick, so a study without blocks shows nothing.
-            self.blocks = self.bar.add_task(self.blocks_label, total=None, visible=False)
+            self.blocks = self.bar.add_task(self.blocks_label, total=None, visible=False,
+                                            left="")
         return self
 
     @classmethod
@@ -69,17 +80,42 @@ class Progress:
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, description=self.label)
 
-    def done(self, status: str, seconds: float, error: str | None) -> None:
+    def left(self, after: int) -> float | None:
+        """Estimated seconds still to go once specs 0 … after−1 are done: the estimates of
+        the rest, scaled by how far the specs run so far strayed from theirs (the machine's
+        speed and load). None without estimates."""
+        if not self.estimates:
+            return None
+        rest = sum(self.estimates[after:])
+        # Too little has run to say how fast this machine is: the estimate as it stands.
+        pace = self.spent / self.expected if self.expected >= 2.0 else 1.0
+        return rest * pace
+
+    def left_text(self, after: int) -> str:
+        left = self.left(after)
+        return "" if left is None else "done" if left <= 0 else f"about {clock(left)} left"
+
+    def done(self, status: str, seconds: float, error: str | None, *,
+             kept: bool = False) -> None:
+        i = self.i
+        if not kept and i < len(self.estimates):
+            self.spent += seconds
+            self.expected += self.estimates[i]
         if self.quiet:
             return
         line = Text(f"{self.label} ")
         line.append(status, style=_STYLE.get(status, ""))
-        line.append(f" ({seconds:.1f}s)", style="dim")
+        line.append(" (unchanged, kept)" if kept else f" ({seconds:.1f}s)", style="dim")
         if error:
             line.append(f": {error}", style="red")
+        if self.specs and self.estimates:
+            line.append(f"  {clock(time.monotonic() - self.began)} elapsed"
+                        + (f", {self.left_text(i + 1)}" if i + 1 < self.total else ""),
+                        style="dim")
         if self.bar is not None and self.task is not None:
             self.bar.console.print(line)
             self.bar.advance(self.task)
+            self.bar.update(self.task, left=self.left_text(i + 1))
         else:
             self.con.print(line)
 
@@ -92,3 +128,13 @@ class Progress:
             self.completed += done
             self.bar.update(self.blocks, total=self.planned, completed=self.completed,
                             visible=True)
+
+
+def clock(seconds: float) -> str:
+    """12 s, 1 min 05 s, 1 h 02 min: a duration a person reads at a glance."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"

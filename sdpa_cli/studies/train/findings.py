@@ -10,10 +10,10 @@ from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
 
 CLAIM_COLUMNS = (
-    Column("source", "source", "text", priority=1),
-    Column("claim", "claim", "text", priority=0),
+    Column("source", "source", "text", priority=1, wrap=True),
+    Column("claim", "claim", "text", priority=0, wrap=True),
     Column("verdict", "verdict", "text", priority=0),
-    Column("evidence", "evidence", "text", priority=0),
+    Column("evidence", "evidence", "text", priority=0, wrap=True),
 )
 D1 = "001_409455fed8d25d77.txt"
 D0 = "000_0e5125495e9ebe01.txt"
