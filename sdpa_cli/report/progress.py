@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
+from sdpa_cli.report.eta import minutes
 from sdpa_cli.report.terminal import console
 
 _STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
@@ -76,9 +77,11 @@ class Progress:
 
     def start(self, i: int, name: str, study: str) -> None:
         self.i = i
-        self.label = f"[{i + 1}/{self.total}] {study} {name}"
+        # The finished line names the spec alone (its name identifies it); the bar, which
+        # has room, names its study too.
+        self.label = f"[{i + 1}/{self.total}] {name}"
         if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, description=self.label)
+            self.bar.update(self.task, description=f"[{i + 1}/{self.total}] {study} {name}")
 
     def left(self, after: int) -> float | None:
         """Estimated seconds still to go once specs 0 … after−1 are done: the estimates of
@@ -93,10 +96,12 @@ class Progress:
 
     def left_text(self, after: int) -> str:
         left = self.left(after)
-        return "" if left is None else "done" if left <= 0 else f"about {clock(left)} left"
+        return "" if left is None or left <= 0 else f"~{minutes(left)} left"
 
     def done(self, status: str, seconds: float, error: str | None, *,
              kept: bool = False) -> None:
+        """One line per finished spec (the same on a terminal and in a log): its status, its
+        time or that it was kept unchanged, and the batch's time so far and still to go."""
         i = self.i
         if not kept and i < len(self.estimates):
             self.spent += seconds
@@ -105,13 +110,16 @@ class Progress:
             return
         line = Text(f"{self.label} ")
         line.append(status, style=_STYLE.get(status, ""))
-        line.append(" (unchanged, kept)" if kept else f" ({seconds:.1f}s)", style="dim")
+        times = ["unchanged, kept" if kept else f"{seconds:.1f}s"]
+        if self.specs and self.estimates:
+            times.append(f"{minutes(time.monotonic() - self.began)} elapsed")
+            left = self.left(i + 1)
+            if left is not None and i + 1 < self.total:
+                times.append(f"~{minutes(left)} left")
+        line.append(f" ({'; '.join(times[:1])}" + (f"; {', '.join(times[1:])}" if times[1:]
+                                                   else "") + ")", style="dim")
         if error:
             line.append(f": {error}", style="red")
-        if self.specs and self.estimates:
-            line.append(f"  {clock(time.monotonic() - self.began)} elapsed"
-                        + (f", {self.left_text(i + 1)}" if i + 1 < self.total else ""),
-                        style="dim")
         if self.bar is not None and self.task is not None:
             self.bar.console.print(line)
             self.bar.advance(self.task)
@@ -129,12 +137,3 @@ class Progress:
             self.bar.update(self.blocks, total=self.planned, completed=self.completed,
                             visible=True)
 
-
-def clock(seconds: float) -> str:
-    """12 s, 1 min 05 s, 1 h 02 min: a duration a person reads at a glance."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"

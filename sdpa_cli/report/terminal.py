@@ -125,7 +125,8 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         con.print(Text(f"{result.table.title}: {len(result.table.rows)} rows in table.csv, "
                        "table.md and results.json", style="dim"))
     for t in result.tables:
-        show_table(con, t, wide=wide)
+        if t.terminal:  # a table the study marks as not for the terminal says why in a note
+            show_table(con, t, wide=wide)
     if result.audit:
         con.print(audit_table(result.audit))
         # One line per explanation: the entries of a printed row that share it are named
