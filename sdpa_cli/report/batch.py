@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from sdpa_cli.documents import document_of
 from sdpa_cli.framework.result import json_header
 from sdpa_cli.report import collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
@@ -122,6 +123,20 @@ def refresh(folder: Path) -> bool:
         return False
     write((), root)
     return True
+
+
+def joined(folder: Path, *, source: str, from_flags: bool, replaced: bool) -> str:
+    """What a study command's run did to the batch report beside it: a run from flags (or
+    any run the documents do not own) is listed under "Other experiments", and a run of the
+    same name replaces the one listed before. Said, so a scratch run never joins the
+    documents' report without a word."""
+    where = f"updated {folder.parent / 'index.md'} and report.html"
+    if document_of(source) is not None and not from_flags:
+        return where + (f" ({folder.name} replaced there)" if replaced else "")
+    what = "this run from flags" if from_flags else "this run"
+    return (f"{where}: {what} is listed there under \"Other experiments\""
+            + (f", replacing the earlier {folder}/" if replaced else "")
+            + " (--out DIR keeps a scratch run out of that report)")
 
 
 def failures(o: Outcome) -> list[dict[str, str]]:
