@@ -189,15 +189,9 @@ def _mismatch(bad: int, ok: int) -> Text:
 
 
 def summary_table(outcomes: Sequence[Outcome]) -> RichTable:
-    """One line per spec: the name whole (never cut), the rest as symbols and counts."""
-    table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold",
-                      box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("experiment", no_wrap=True,
-                     min_width=max((len(_name(o)) for o in outcomes), default=10))
-    table.add_column("study", no_wrap=True, overflow="ellipsis", max_width=14)
-    table.add_column("", no_wrap=True)  # status mark, and = when kept
-    for header in ("checks", "mismatch", "seconds"):
-        table.add_column(header, justify="right", no_wrap=True)
+    """One line per spec: the name whole (never cut), the rest as symbols and counts; only
+    the study's name gives way on a narrow terminal."""
+    rows = []
     for o in outcomes:
         r = o.result
         checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
@@ -206,8 +200,20 @@ def summary_table(outcomes: Sequence[Outcome]) -> RichTable:
         if o.kept:
             mark.append("=", style="dim")
         seconds = Text("kept", style="dim") if o.kept else Text(f"{o.seconds:.1f}")
-        table.add_row(_name(o), o.planned.spec.study, mark, checks,
-                      _mismatch(*provenance.findings(r)), seconds)
+        rows.append((Text(_name(o)), Text(o.planned.spec.study), mark, Text(checks),
+                     _mismatch(*provenance.findings(r)), seconds))
+    table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold",
+                      box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    headers = ("experiment", "study", "", "checks", "mismatch", "seconds")
+    for i, header in enumerate(headers):
+        widest = max([len(header), *(row[i].cell_len for row in rows)])
+        if header == "study":  # the one column that may give way (ends in …)
+            table.add_column(header, no_wrap=True, overflow="ellipsis", min_width=6)
+        else:
+            table.add_column(header, no_wrap=True, min_width=widest,
+                             justify="right" if i >= 3 else "left")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
