@@ -56,7 +56,8 @@ def run_study(
     if folder is not None and report_batch.refresh(folder) and not settings.quiet:
         # keep that batch report true, and say what this run did to it
         print(report_batch.joined(folder, source=result.source, from_flags=spec_path is None,
-                                  replaced=replaced), file=sys.stderr)
+                                  replaced=replaced, hint=settings.out is None),
+              file=sys.stderr)
     tally = Report(check=settings.check)
     tally.add_result(result)
     planned = Planned(spec_path or Path(f"<{study} flags>"), resolved, target)

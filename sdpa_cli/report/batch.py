@@ -125,7 +125,8 @@ def refresh(folder: Path) -> bool:
     return True
 
 
-def joined(folder: Path, *, source: str, from_flags: bool, replaced: bool) -> str:
+def joined(folder: Path, *, source: str, from_flags: bool, replaced: bool,
+           hint: bool = True) -> str:
     """What a study command's run did to the batch report beside it: a run from flags (or
     any run the documents do not own) is listed under "Other experiments", and a run of the
     same name replaces the one listed before. Said, so a scratch run never joins the
@@ -136,7 +137,7 @@ def joined(folder: Path, *, source: str, from_flags: bool, replaced: bool) -> st
     what = "this run from flags" if from_flags else "this run"
     return (f"{where}: {what} is listed there under \"Other experiments\""
             + (f", replacing the earlier {folder}/" if replaced else "")
-            + " (--out DIR keeps a scratch run out of that report)")
+            + (" (--out DIR keeps a scratch run out of that report)" if hint else ""))
 
 
 def failures(o: Outcome) -> list[dict[str, str]]:
