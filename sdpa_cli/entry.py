@@ -44,7 +44,7 @@ def _click_line(e: click.ClickException) -> str:
         what = (e.param.metavar or (e.param.name or "").upper()) \
             if isinstance(e.param, click.Argument) else opts[-1]
         usage = " ".join([ctx.command_path, *ctx.command.collect_usage_pieces(ctx)])
-        short = (ctx.command.short_help or "").rstrip(".")
+        short = ctx.command.get_short_help_str(limit=200).rstrip(".")
         help_ = f": {short[:1].lower()}{short[1:]}" if short else ""
         return f"{ctx.command_path}: missing {what} (usage: {usage}{help_})"
     if isinstance(e, click.BadParameter) and e.param is not None:

@@ -193,7 +193,8 @@ def test_compare_names_the_missing_folder(sdpa, args: tuple[str, ...], missing: 
     r = sdpa("compare", *args)
     assert r.code == 2 and r.out == ""
     assert r.err == (f"sdpa compare: missing {missing} (usage: sdpa compare [OPTIONS] A B: "
-                     "compare two run folders or two batch folders)\n")
+                     "compare two run folders (or two batch folders): parameters, quantities, "
+                     "figures)\n")
 
 
 def test_compare_says_a_side_has_no_figures_instead_of_differs() -> None:
