@@ -186,6 +186,24 @@ def test_a_table_the_study_keeps_off_the_terminal_is_not_printed() -> None:
     assert "note: learning-rate sensitivity not measured" in buf.getvalue()
 
 
+# --- item 3: --expand keeps the finding in view ------------------------------------------
+
+def test_expand_fits_in_350_lines_with_every_step_panel(sdpa, monkeypatch) -> None:
+    if not hasattr(terminal, "show_audit"):
+        pytest.skip("the audit listing grouped by source (issue 28's branch) is not merged")
+    monkeypatch.setenv("COLUMNS", "80")
+    r = sdpa("worked-example", "money-bank-grows", "--expand", "--no-write")
+    assert r.code == 0
+    lines = r.err.splitlines()
+    assert len(lines) <= 350
+    panels = [line for line in lines if line.startswith("╭─ ")]
+    # both parts' steps, each panel once: inputs, Q K V, stated vectors, scores, scaled,
+    # variance, softmax, output; then the given scores' inputs, scaled, variance, exp, softmax
+    assert len(panels) == 14 and len(set(panels)) == 14
+    # the file once for the audit (and once per claim), not once per audited number (100)
+    assert sum("000_0e5125495e9e" in line for line in lines) <= 10
+
+
 # --- item 4: compare -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, missing", [((), "A"), (("outputs/variance",), "B")])
