@@ -227,6 +227,13 @@ def test_compare_says_a_side_has_no_figures_instead_of_differs() -> None:
                                             "    figure b.png only in B"]
 
 
+def test_a_run_from_flags_is_told_flags_not_spec_fields(sdpa) -> None:
+    r = sdpa("softmax-sweep")
+    assert r.code == 2
+    assert r.err.startswith("sdpa softmax-sweep: say where the scores come from")
+    assert "(--score-stds)" in r.err and "(--dims, or --d-model with --heads)" in r.err
+
+
 # --- item 5: a scratch run joins a report -------------------------------------------------
 
 def test_a_run_from_flags_joining_a_report_is_said() -> None:
