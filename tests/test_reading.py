@@ -111,6 +111,20 @@ def test_all_examples_summary_keeps_names_at_80_columns() -> None:
     assert examples.document_number("001_409455fed8d25d77.txt, Step 2") == "001"
 
 
+def test_the_examples_listing_wraps_under_its_column_on_a_terminal() -> None:
+    entry = examples.Listed("variance-by-dimension", "The 1-D/2-D/3-D variances 16.33, 17.33, "
+                            "52.33, scaled by 1/√d, and the claims made with them.",
+                            "000_0e5125495e9ebe01.txt, Mathematical Derivation: Why √dk?",
+                            "x.yaml")
+    text = examples.listing_document([entry], "table", width=60)
+    lines = text.splitlines()
+    assert all(len(line) <= 60 for line in lines) and len(lines) == 4
+    assert all(line.startswith(" " * 23) for line in lines[1:])
+    assert " ".join(" ".join(lines).split()) == " ".join(
+        f"{entry.name} {entry.description} source: {entry.source}".split())
+    assert examples.listing_document([entry], "table").count("\n") == 2  # piped: unwrapped
+
+
 # --- item 1 and 6: progress lines in a log ------------------------------------------------
 
 def test_progress_in_a_log_is_one_plain_line_per_spec(capsys: pytest.CaptureFixture[str],

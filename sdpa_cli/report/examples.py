@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
+import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +31,9 @@ class Listed:
     problem: str | None = None  # why the spec does not load, if it does not
 
 
-def listing_document(entries: Sequence[Listed], fmt: str) -> str:
-    """--list as JSON, CSV, Markdown, or aligned text for a person (all on stdout)."""
+def listing_document(entries: Sequence[Listed], fmt: str, width: int | None = None) -> str:
+    """--list as JSON, CSV, Markdown, or aligned text for a person (all on stdout); the text
+    wrapped under its own column to `width` (a terminal's; None: one line per field)."""
     keys = ("name", "description", "source", "path")
     if fmt == "json":
         docs = [{k: getattr(e, k) for k in (*keys, "problem")} for e in entries]
@@ -46,19 +50,27 @@ def listing_document(entries: Sequence[Listed], fmt: str) -> str:
         lines = ["| name | description | source |", "|---|---|---|"]
         lines += [f"| {e.name} | {e.problem or e.description} | {e.source} |" for e in entries]
         return "\n".join(lines) + "\n"
-    width = max((len(e.name) for e in entries), default=4)
+    names = max((len(e.name) for e in entries), default=4)
+    indent = " " * (names + 2)
     lines = []
     for e in entries:
         what = e.description if not e.problem else f"INVALID: {e.problem}"
-        lines.append(f"{e.name.ljust(width)}  {what}")
-        if e.source:
-            lines.append(f"{' ' * width}  source: {e.source}")
+        for first, text in ((e.name.ljust(names) + "  ", what),
+                            (indent, f"source: {e.source}" if e.source else "")):
+            if not text:
+                continue
+            if width is None or width <= len(indent) + 20:
+                lines.append(first + text)
+            else:  # wrapped under the column, never mid-word at the terminal's edge
+                lines += textwrap.wrap(text, width, initial_indent=first,
+                                       subsequent_indent=indent, break_on_hyphens=False)
     return "\n".join(lines) + "\n"
 
 
 def show_listing(entries: Sequence[Listed], fmt: str) -> None:
 
-    write_stdout(listing_document(entries, fmt))
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    write_stdout(listing_document(entries, fmt, width))
 
 
 def batch_document(results: Sequence[Result], fmt: str) -> str | None:
