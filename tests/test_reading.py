@@ -118,7 +118,7 @@ def test_the_examples_listing_wraps_under_its_column_on_a_terminal() -> None:
                             "x.yaml")
     text = examples.listing_document([entry], "table", width=60)
     lines = text.splitlines()
-    assert all(len(line) <= 60 for line in lines) and len(lines) == 4
+    assert all(len(line) <= 60 for line in lines) and len(lines) == 5
     assert all(line.startswith(" " * 23) for line in lines[1:])
     assert " ".join(" ".join(lines).split()) == " ".join(
         f"{entry.name} {entry.description} source: {entry.source}".split())
