@@ -10,10 +10,11 @@ from sdpa_cli import registry
 
 # Seconds per spec = fixed + work × per_step, per study, with `work` the elementary steps of
 # the study's cost estimate (Study.cost, the same estimate that guards against runaway
-# specs). Fitted to the wall times of two `sdpa run --force` on this project's 2-core
-# machine, 2 threads, at load average 2.5–7 (other sessions running): see
-# `sdpa help timing` for the runs, the fit and how far each spec strays from it.
-# `fixed` is mostly the figures; per_step is in nanoseconds.
+# specs). Set from a least-squares fit (in relative error) to the wall times of two full
+# `sdpa run` batches on this project's 2-core machine, 2 threads, at load average 2.5–7
+# (other sessions running), then rounded; softmax-sweep's per-step rate was raised from the
+# fit's 6.6 ns to 11 ns, nearer its largest specs. sdpa_cli/docs/timing.md has the runs and
+# how far each spec strays. `fixed` is mostly the figures; per_step is in nanoseconds.
 RATES: dict[str, tuple[float, float]] = {
     "gradients": (0.3, 1.9),
     "jacobian": (1.1, 4.5),
