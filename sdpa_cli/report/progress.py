@@ -116,8 +116,8 @@ class Progress:
             left = self.left(i + 1)
             if left is not None and i + 1 < self.total:
                 times.append(f"~{minutes(left)} left")
-        line.append(f" ({'; '.join(times[:1])}" + (f"; {', '.join(times[1:])}" if times[1:]
-                                                   else "") + ")", style="dim")
+        more = f"; {', '.join(times[1:])}" if times[1:] else ""
+        line.append(f" ({times[0]}{more})", style="dim")
         if error:
             line.append(f": {error}", style="red")
         if self.bar is not None and self.task is not None:
