@@ -10,26 +10,25 @@ from sdpa_cli import registry
 
 # Seconds per spec = fixed + work × per_step, per study, with `work` the elementary steps of
 # the study's cost estimate (Study.cost, the same estimate that guards against runaway
-# specs). Set from a least-squares fit (in relative error) to the wall times of two full
-# `sdpa run` batches on this project's 2-core machine, 2 threads, at load average 2.5–7
-# (other sessions running), then rounded; softmax-sweep's per-step rate was raised from the
-# fit's 6.6 ns to 11 ns, nearer its largest specs. sdpa_cli/docs/timing.md has the runs and
+# specs). Fitted by least squares (in relative error) to each spec's median wall time over
+# four full `sdpa run` batches on this project's 2-core machine, 2 threads, shared with other
+# sessions (load average 2.5 to 8), then rounded: sdpa_cli/docs/timing.md has the runs and
 # how far each spec strays. `fixed` is mostly the figures; per_step is in nanoseconds.
 RATES: dict[str, tuple[float, float]] = {
-    "gradients": (0.3, 1.9),
-    "jacobian": (1.1, 4.5),
-    "softmax-sweep": (0.7, 11.0),
-    "train": (0.5, 0.15),
-    "variance": (1.2, 43.0),
+    "gradients": (1.4, 2.6),
+    "jacobian": (2.3, 6.8),
+    "softmax-sweep": (1.4, 9.8),
+    "train": (0.0, 0.32),
+    "variance": (2.0, 54.0),
     "worked-example": (0.1, 0.0),
 }
-DEFAULT_RATE = (1.0, 10.0)  # a study measured by nobody yet: the middle of the others
+DEFAULT_RATE = (1.5, 10.0)  # a study measured by nobody yet: the middle of the others
 # The Gaussian Jacobian searches s* per n (golden section, about 20 evaluations on fixed
-# draws), work the limits estimate leaves out: nanoseconds per trial × key × evaluation.
-SEARCH_NS = 70.0
+# draws), work the cost estimate leaves out: nanoseconds per trial × key × evaluation.
+SEARCH_NS = 116.0
 SEARCH_EVALUATIONS = 20
 # A worked example's attention part draws a weights figure: seconds each.
-WORKED_PART = 0.8
+WORKED_PART = 0.85
 
 
 def seconds(spec: Any) -> float:
