@@ -114,7 +114,7 @@ class Progress:
         if self.specs and self.estimates:
             times.append(f"{minutes(time.monotonic() - self.began)} elapsed")
             left = self.left(i + 1)
-            if left is not None and i + 1 < self.total:
+            if left is not None and left >= 0.5 and i + 1 < self.total:
                 times.append(f"~{minutes(left)} left")
         more = f"; {', '.join(times[1:])}" if times[1:] else ""
         line.append(f" ({times[0]}{more})", style="dim")
