@@ -88,9 +88,9 @@ def load(
     except ValidationError as e:
         raise InputError(_translate(e, cls, origin)) from None
     except SpecFieldError as e:
-        message = e.message if path is not None else _as_flags(e.message, cls)
-        if path is None and not e.loc:  # nothing in front of the line says whose it is
-            message = f"sdpa {study}: {message}"
+        message = e.message
+        if path is None and not e.loc:  # a run from flags, and nothing names a flag or field
+            message = f"sdpa {study}: {_as_flags(message, cls)}"
         raise InputError(_problem(origin, e.loc, message)) from None
 
 
