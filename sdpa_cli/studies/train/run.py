@@ -121,9 +121,12 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
         table=Table("train", "Steps to target accuracy and final loss per configuration",
                     COLUMNS, tuple(rows)),
         checks=_checks(spec, typed), lookup=row_lookup(rows), theory=_theory(spec),
-        notes=[*sentences, *_notes(spec)], figures=figures,
+        notes=[*sentences, *_notes(spec), *_sensitivity_note(sens)], figures=figures,
+        # With one rate per rule the sensitivity is 0 by definition: the files keep the
+        # table, the terminal says so in a note instead of a column of zeros.
         tables=[Table("sensitivity", "Learning-rate sensitivity per rule (Wortsman et al. "
-                      "2023)", SENSITIVITY_COLUMNS, tuple(as_row(x) for x in sens)),
+                      "2023)", SENSITIVITY_COLUMNS, tuple(as_row(x) for x in sens),
+                      terminal=any(x.rates > 1 for x in sens)),
                 Table("claims", "The documents' claims about training, audited",
                       findings.CLAIM_COLUMNS, tuple(as_row(c) for c in claims))])
     curves = [{"dim": c.dim, "scaling": c.scaling.label, "optimiser": c.optimiser, "lr": c.lr,
@@ -234,6 +237,13 @@ def _theory(spec: TrainSpec) -> tuple[str, ...]:
         "steps to target: the first logged step whose window-mean accuracy reaches the target; "
         "lo–hi is the range over seeds",
     )
+
+
+def _sensitivity_note(sens: list[SensitivityRow]) -> list[str]:
+    if any(x.rates > 1 for x in sens):
+        return []
+    return ["learning-rate sensitivity not measured: one rate per rule and optimiser, so it "
+            "is 0 by definition (list several learning_rates to sweep them)."]
 
 
 def _notes(spec: TrainSpec) -> list[str]:
