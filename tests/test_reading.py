@@ -69,12 +69,12 @@ BATCH = [
 GOLDEN_BATCH_80 = """\
 5 experiments: 1 error, 1 failed, 3 passed (1 unchanged, kept)
 
- experiment                 study               checks     mismatch  seconds
+ experiment                 study               checks  root errors  seconds
  ───────────────────────────────────────────────────────────────────────────
  jacobian-leading-key-vs-n  jacobian        ✓      3/3            0      1.5
  rules-field-independent    softmax-sweep   ✓=   34/34            0     kept
  train-scaled-vs-unscaled   train           ✗      1/2            0     20.8
- i-am-happy                 worked-example  ✓      2/2  49 (3 open)      0.3
+ i-am-happy                 worked-example  ✓      2/2            1      0.3
  broken                     variance        !        —            0      0.0
 
 """

@@ -193,7 +193,7 @@ def tally(audit: Sequence[AuditEntry]) -> Tally:
     """Root errors are counted once per printed line (a printed row is one error), the
     values that inherit them once per number."""
     numbers = [a for a in audit if a.kind == "number"]
-    own = _distinct(a for a in numbers if a.cause == "own")
+    own = _distinct(a for a in numbers if a.is_root and a.cause != "inconsistent")
     inconsistent = _distinct(a for a in numbers if a.cause == "inconsistent")
     material = _distinct(a for a in numbers if a.is_root and a.material)
     return Tally(

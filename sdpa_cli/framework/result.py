@@ -127,7 +127,10 @@ class AuditEntry:
 
     @property
     def is_root(self) -> bool:
-        return self.kind == "number" and self.cause in ("own", "inconsistent")
+        """A root error: wrong on its own or inconsistent; a mismatch with no cause (an
+        entry written before causes were classified) counts as its own error."""
+        return self.kind == "number" and self.status == "mismatch" and \
+            self.cause in (None, "own", "inconsistent")
 
     @property
     def unaccepted(self) -> bool:

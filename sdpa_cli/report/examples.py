@@ -103,7 +103,9 @@ def summary_table(results: Sequence[tuple[Result, Path | None]]) -> RichTable:
     out.add_column("example", no_wrap=True,
                    min_width=max((len(r.name) for r, _ in results), default=7))
     out.add_column("doc", no_wrap=True)
-    for header in ("own", "incons.", "inherit", "round", "match", "checks"):
+    # own: errors of its own; inc.: inconsistencies (printed lines); inh.: values inheriting
+    # them; round: rounding only (the line under the table says it in words)
+    for header in ("own", "inc.", "inh.", "round", "match", "checks"):
         out.add_column(header, justify="right", no_wrap=True)
     for r, _ in results:
         t = tally(r.audit)
