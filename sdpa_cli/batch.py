@@ -20,7 +20,7 @@ from sdpa_cli.errors import (
     SchedulerLost,
     SdpaError,
 )
-from sdpa_cli.report.manifest import load_json
+from sdpa_cli.report import ownfiles
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.spec.common import SpecBase
 from sdpa_cli.studies.result import Result
@@ -135,8 +135,8 @@ def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
     if status is None:
         return None
     try:  # the folder's own result, so every report reads it as if it had just run
-        result = Result.from_json(load_json(p.target / "results.json"))
-    except (OSError, ValueError, KeyError, TypeError):
+        result = Result.from_json(ownfiles.read(p.target / "results.json", "result"))
+    except OSError:
         return None
     return Outcome(p, status, result=result, seconds=time.time() - started,
                    figures=tuple(report.figure_files(result, settings)), folder=p.target,

@@ -12,7 +12,7 @@ from typing import Any
 
 from sdpa_cli import __version__
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
-from sdpa_cli.report import manifest
+from sdpa_cli.report import ownfiles
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
@@ -59,12 +59,9 @@ def is_run_folder(path: Path) -> bool:
 
 def _results(folder: Path) -> dict[str, Any]:
     try:
-        doc = manifest.load_json(folder / "results.json")
-    except (OSError, ValueError) as e:
-        raise InputError(Problem(f"cannot read results.json: {e}", file=str(folder))) from None
-    if not isinstance(doc, dict):
-        raise InputError(Problem("results.json is not an sdpa result", file=str(folder)))
-    return doc
+        return ownfiles.read(folder / "results.json", "result")
+    except FileNotFoundError:
+        raise InputError(Problem("no results.json", file=str(folder))) from None
 
 
 def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
@@ -190,7 +187,9 @@ def _compare_rows(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]
                     z = (float(va) - float(vb)) / spread  # type: ignore[arg-type]
                     out.append(Quantity(table, i, key, va, vb, "monte-carlo",
                                         abs(z) <= tolerance, sa, sb, z))
-                    continue
+                else:  # no standard error on either side (null, or 0): equal or not at all
+                    out.append(Quantity(table, i, key, va, vb, "exact", va == vb, sa, sb))
+                continue
             # Exact: every value of a deterministic row; in a Monte Carlo row the identity
             # columns (integers, words) and the closed forms (theory_*). Other random
             # numbers without a standard error are shown, not judged.

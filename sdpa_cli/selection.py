@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
-from sdpa_cli.report.manifest import load_json
+from sdpa_cli.report import ownfiles
 
 LAST_FAILED = ".sdpa-lastfailed.json"
 
@@ -111,11 +112,14 @@ def words(name: str, study: str) -> set[str]:
 def read_last_failed(root: Path) -> set[str] | None:
     """Names that failed in the last batch written to root (None: no record)."""
     try:
-        doc = load_json(root / LAST_FAILED)
-    except (OSError, ValueError):
+        doc = ownfiles.read(root / LAST_FAILED, "lastfailed")
+    except FileNotFoundError:
         return None
-    failed = doc.get("failed") if isinstance(doc, dict) else None
-    return {str(n) for n in failed} if isinstance(failed, list) else None
+    except InputError as e:  # never guess: an unread record would select every spec
+        raise InputError([dataclasses.replace(
+            p, message=p.message + f"; delete {LAST_FAILED} to start a new record")
+            for p in e.problems]) from None
+    return set(doc["failed"])
 
 
 def updated_last_failed(previous: set[str] | None, ran: Iterable[tuple[str, str]]) -> set[str]:

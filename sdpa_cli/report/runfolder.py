@@ -165,6 +165,11 @@ def check_replaceable(target: Path, what: str) -> None:
             raise InputError(Problem(
                 f"{target} is not an sdpa run folder: {why}; sdpa replaces only folders it "
                 "wrote, so choose another folder or move this one away yourself", flag=what))
+        why = manifest.own_fields_problem(real)
+        if why:  # sdpa's files, but a manifest that no longer vouches for them
+            raise InputError(Problem(
+                f"{target}/{why}; the run folder is damaged and sdpa neither keeps nor "
+                "replaces it: move it away or delete it", flag=what))
 
 
 def check_batch(root: Path, what: str) -> None:

@@ -1,16 +1,18 @@
-"""JSON Schemas of the documents sdpa prints: result, batch, examples, compare."""
+"""JSON Schemas of the documents sdpa prints and of its own files that it reads back."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
-NAMES = ("result", "batch", "examples", "compare")
+NAMES = ("result", "batch", "examples", "compare", "manifest", "batch-manifest", "lastfailed")
 FOLDER = Path(__file__).parent
 
 
+@functools.cache
 def load(name: str) -> dict[str, Any]:
-    """The schema called `name` (one of NAMES) as a dict."""
+    """The schema called `name` (one of NAMES) as a dict (read once; do not change it)."""
     doc: dict[str, Any] = json.loads((FOLDER / f"{name}.json").read_text(encoding="utf-8"))
     return doc

@@ -1,0 +1,62 @@
+"""sdpa's own files read back as input: parsed, checked against their schema, one line if not."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sdpa_cli import schemas
+from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.report import manifest
+from sdpa_cli.schemas.validate import Mismatch, check
+
+# What a killed sdpa leaves beside the files and folders it writes: `.NAME.tmp-PID-HEX`
+# (a run folder or a file being built), `.NAME.old-PID-HEX` (the previous run folder during
+# the fallback swap) and `.NAME.probe-PID-HEX` (the write probe). Never a result.
+LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<what>tmp|old|probe)-(?P<pid>\d+)-[0-9a-f]{8}$")
+
+
+def is_leftover(name: str) -> bool:
+    return LEFTOVER.match(name) is not None
+
+
+def parse(path: Path) -> Any:
+    """The one place sdpa parses a JSON file of its own: bounded in size, regular files only
+    (ValueError, OSError for the caller). A stricter reader can be swapped in here."""
+    return manifest.load_json(path)
+
+
+def read(path: Path, schema: str, *, shown: str | None = None) -> dict[str, Any]:
+    """The document at `path`, checked against the schema `schema` (schemas.NAMES): a file
+    that is unreadable, not JSON, or not of that shape is InputError (exit 2), one line
+    naming the file, the field and what was expected. FileNotFoundError passes through."""
+    name = shown or str(path)
+    try:
+        doc = parse(path)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
+    except ValueError as e:
+        why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else str(e)
+        raise InputError(Problem(f"not a JSON document sdpa wrote ({why}); the file is "
+                                 "damaged", file=name)) from None
+    try:
+        check(doc, schemas.load(schema))
+    except Mismatch as e:
+        raise InputError(Problem(f"expected {e.expected}; the file is damaged or was not "
+                                 "written by sdpa", file=name, field=e.field)) from None
+    assert isinstance(doc, dict)  # every schema of sdpa's files is an object
+    return doc
+
+
+def problem(path: Path, schema: str) -> str:
+    """'' when `path` reads and fits `schema`, else the one line read() would raise."""
+    try:
+        read(path, schema)
+    except InputError as e:
+        return e.lines()[0]
+    except FileNotFoundError:
+        return f"{path}: missing"
+    return ""
