@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import executors, paths, process, registry, report, selection, spec
+from sdpa_cli import executors, names, paths, process, registry, report, selection, spec
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -69,20 +69,20 @@ def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
             loaded.append((f, s))
         except InputError as e:
             problems.extend(e.problems)
-    names: dict[str, Path] = {}
+    owners: dict[str, Path] = {}
     for f, s in loaded:
-        name = s.name or f.stem
-        if name in names:
-            problems.append(Problem(f"output name {name!r} is also used by {names[name]}; "
+        name = names.of(s.name, f.stem)
+        if name in owners:
+            problems.append(Problem(f"output name {name!r} is also used by {owners[name]}; "
                                     "set `name:` in one of them", file=str(f), field="name"))
-        names[name] = f
+        owners[name] = f
     if problems:
         raise InputError(problems)
     return loaded
 
 
 def plan(loaded: list[tuple[Path, SpecBase]], settings: report.Settings) -> list[Planned]:
-    return [Planned(f, s, report.target_for(s.name or f.stem, settings)) for f, s in loaded]
+    return [Planned(f, s, report.target_for(names.of(s.name, f.stem), settings)) for f, s in loaded]
 
 
 def compute(p: Planned, settings: report.Settings) -> tuple[float, Result]:
@@ -166,7 +166,7 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
     try:
         for i, p in enumerate(planned):
             if progress is not None:
-                progress.start(i, p.spec.name or p.file.stem, p.spec.study)
+                progress.start(i, p.target.name, p.spec.study)
             if ahead is not None:
                 kept, computed = ahead.take(i)
             else:

@@ -64,6 +64,10 @@ def _results(folder: Path) -> dict[str, Any]:
         raise InputError(Problem("no results.json", file=str(folder))) from None
 
 
+def _visible(name: str) -> bool:
+    return not name.startswith(".")
+
+
 def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
     """(name, run folder in A, run folder in B) for every run both hold; what only one has."""
     for p, flag in ((a, "A"), (b, "B")):
@@ -74,8 +78,9 @@ def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
     if is_run_folder(a) or is_run_folder(b):
         raise InputError(Problem("compare two run folders or two batch folders, not one of "
                                  "each", flag="A B"))
-    runs_a = {p.name for p in a.iterdir() if p.is_dir() and is_run_folder(p)}
-    runs_b = {p.name for p in b.iterdir() if p.is_dir() and is_run_folder(p)}
+    # A killed run's `.NAME.tmp-PID-HEX` is half-written, never a run (nor hidden folders).
+    runs_a = {p.name for p in a.iterdir() if _visible(p.name) and p.is_dir() and is_run_folder(p)}
+    runs_b = {p.name for p in b.iterdir() if _visible(p.name) and p.is_dir() and is_run_folder(p)}
     if not runs_a and not runs_b:
         raise InputError(Problem(f"neither {a} nor {b} holds a run folder (results.json)",
                                  flag="A B"))
@@ -239,7 +244,8 @@ def exact(a: Path, b: Path) -> list[str]:
     """Byte-for-byte: every file but the manifests (the determinism guarantee)."""
     def files(root: Path) -> set[Path]:
         return {p.relative_to(root) for p in root.rglob("*")
-                if p.is_file() and p.name not in SKIP_EXACT}
+                if p.is_file() and p.name not in SKIP_EXACT
+                and not any(ownfiles.is_leftover(part) for part in p.relative_to(root).parts)}
 
     fa, fb = files(a), files(b)
     problems = [f"only in {a}: {p}" for p in sorted(fa - fb)]

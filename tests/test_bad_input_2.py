@@ -434,7 +434,7 @@ def test_compare_refuses_a_huge_results_json_without_reading_it(sdpa, workdir: P
     r = sdpa("compare", "A", "B")
     lines = r.err.strip().splitlines()
     assert r.code == 2 and len(lines) == 1, r.err
-    assert lines[0].startswith("A:") and "more than sdpa writes" in lines[0]
+    assert lines[0].startswith("A/results.json:") and "more than sdpa writes" in lines[0]
 
 
 @pytest.mark.slow  # reads 6 GB (of sparse zeros): about 12 s
@@ -458,7 +458,9 @@ def test_compare_of_huge_figures_uses_bounded_memory(sdpa, workdir: Path):
 
 
 @pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge"])
-def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: Path, how):
+def test_a_planted_last_failed_record_is_refused_not_read_whole(sdpa, workdir: Path, how):
+    # Issue 30: a damaged record is reported (exit 2, one line naming it), no longer ignored:
+    # ignoring it made `--lf` select every spec. Still never blocking, never read whole.
     (workdir / "s.yaml").write_text("study: variance\ndims: [3]\npairs: 10\nseed: 1\n",
                                     encoding="utf-8")
     record = workdir / "R" / ".sdpa-lastfailed.json"
@@ -470,7 +472,10 @@ def test_a_planted_last_failed_record_is_ignored_not_read_whole(sdpa, workdir: P
     else:
         _sparse(record)
     r = sdpa("run", "s.yaml", "--out", "R", "--lf", "--no-plots", "-q")
-    assert r.code == 0, r.err
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    assert lines[0].startswith("R/.sdpa-lastfailed.json: ") and "delete" in lines[0]
+    assert sorted(p.name for p in (workdir / "R").iterdir()) == [".sdpa-lastfailed.json"]
 
 
 def test_junit_xml_to_a_fifo_nobody_reads_fails_without_blocking(sdpa, workdir: Path):

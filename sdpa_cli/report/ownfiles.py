@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,13 @@ def read(path: Path, schema: str, *, shown: str | None = None) -> dict[str, Any]
         raise
     except OSError as e:
         raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
-    except ValueError as e:
-        why = "not UTF-8" if isinstance(e, UnicodeDecodeError) else str(e)
-        raise InputError(Problem(f"not a JSON document sdpa wrote ({why}); the file is "
-                                 "damaged", file=name)) from None
+    except json.JSONDecodeError as e:
+        raise InputError(Problem(f"not JSON ({e.msg} at line {e.lineno} column {e.colno}); "
+                                 "the file is damaged", file=name)) from None
+    except UnicodeDecodeError:
+        raise InputError(Problem("not UTF-8 text; the file is damaged", file=name)) from None
+    except ValueError as e:  # the bounded reader's refusals: "is N bytes, more than sdpa writes"
+        raise InputError(Problem(str(e).removeprefix(f"{path.name} "), file=name)) from None
     try:
         check(doc, schemas.load(schema))
     except Mismatch as e:
