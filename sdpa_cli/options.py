@@ -279,6 +279,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
     """report.Settings fields from the CI flags a command was given. A report aimed inside
     the run folder the command writes, inside any sdpa run folder, or over a batch folder's
     own files is refused here, before anything runs."""
+    from sdpa_cli.environment import path_problem
     from sdpa_cli.report.ci import report_path_problem
     from sdpa_cli.report.manifest import BATCH_NAME
     from sdpa_cli.report.runfolder import BATCH_FILES
@@ -288,7 +289,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
         if not given:
             continue
         target = Path(given).absolute()
-        why = report_path_problem(Path(given))  # named as the user wrote it
+        why = path_problem(Path(given)) or report_path_problem(Path(given))
         if not why and run_folder is not None and target.parent == run_folder.absolute():
             why = f"{run_folder} is the run folder this command writes; write the report " \
                   "outside it"

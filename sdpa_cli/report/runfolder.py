@@ -15,7 +15,7 @@ import signal
 import stat
 from pathlib import Path
 
-from sdpa_cli import process
+from sdpa_cli import environment, process
 from sdpa_cli.errors import InputError, Problem, RunError
 from sdpa_cli.report import manifest
 from sdpa_cli.report.ownfiles import LEFTOVER
@@ -175,6 +175,7 @@ def _half_written_run(entry: Path) -> bool:
 def check_replaceable(target: Path, what: str) -> None:
     """Refuse (exit 2, nothing written) to replace anything sdpa did not make: a folder is
     replaced only when it is empty or its manifest is sdpa's and matches its files."""
+    environment.check_path(target, what)  # before any call that would fail on it
     here = Path.cwd().resolve()
     try:
         resolved = target.resolve()
@@ -209,6 +210,7 @@ def check_replaceable(target: Path, what: str) -> None:
 def check_batch(root: Path, what: str) -> None:
     """Refuse (exit 2, before any work) a batch folder whose index.md or report.html sdpa did
     not write; everything else in it that is not a run folder is left alone."""
+    environment.check_path(root, what, sibling=False)
     if root.exists() and not root.is_dir():
         raise InputError(Problem(f"{root} exists and is not a folder", flag=what))
     why = manifest.batch_file_problem(root, BATCH_FILES) if root.is_dir() else ""
