@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import executors, names, paths, process, registry, report, selection, spec
+from sdpa_cli import environment, executors, names, paths, process, registry, report, selection, spec
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -41,7 +41,10 @@ def collect(targets: list[Path]) -> list[Path]:
     files: list[Path] = []
     problems = []
     for t in targets:
-        if t.is_dir():
+        why = environment.path_problem(t, sibling=False)
+        if why:
+            problems.append(Problem(why, file=str(t)))
+        elif t.is_dir():
             found = paths.spec_files(t)
             if not found:
                 problems.append(Problem("folder holds no *.yaml spec", file=str(t)))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli import __version__
+from sdpa_cli.environment import check_path
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
 from sdpa_cli.report import ownfiles
 
@@ -71,6 +72,7 @@ def _visible(name: str) -> bool:
 def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
     """(name, run folder in A, run folder in B) for every run both hold; what only one has."""
     for p, flag in ((a, "A"), (b, "B")):
+        check_path(p, flag, sibling=False)
         if not p.is_dir():
             raise InputError(Problem(f"{p}: no such folder", flag=flag))
     if is_run_folder(a) and is_run_folder(b):
@@ -259,6 +261,7 @@ def exact(a: Path, b: Path) -> list[str]:
 
 def exact_doc(a: Path, b: Path) -> dict[str, Any]:
     for p, flag in ((a, "A"), (b, "B")):
+        check_path(p, flag, sibling=False)
         if not p.is_dir():
             raise InputError(Problem(f"{p}: no such folder", flag=flag))
     problems = exact(a, b)

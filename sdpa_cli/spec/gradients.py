@@ -15,6 +15,9 @@ DEFAULT_DIMS = (16, 64, 256, 1024)
 MAX_WIDTH = 1 << 14  # d_k, d_v and d_model: one trial's weights stay below ~1 GB
 MAX_KEYS = 4096  # n: the score matrix of one trial is n × n
 KEPT_PER_TRIAL = 7  # per-trial values kept per rule (for the medians), float64 each
+# σ_w⁸ = 1e-280 (the spread of the scores' second moment) stays a normal float64; at 1e-50
+# the check said "not finite", at 1e-300 every value was 0 and the checks passed.
+MIN_INIT_STD = 1e-35
 IN_FLIGHT = 16  # blocks held at once: fold_blocks keeps 2 × workers, and --workers ≤ 8
 
 
@@ -28,7 +31,8 @@ class GradientsSpec(SpecBase):
     d_v: PosInt | None = Field(None, le=MAX_WIDTH)  # value width; default d_v = d_k per row
     trials: Int = Field(200, ge=2, le=10**6)  # independent draws of X, weights and G per d_k
     scalings: list[ScalingField] = scalings("none", "sqrt", "linear")
-    init_std: Float = Field(1.0, gt=0, le=1e6)  # σ_w: weights iid N(0, σ_w²/d_model)
+    # σ_w: weights iid N(0, σ_w²/d_model); at least MIN_INIT_STD (see there)
+    init_std: Float = Field(1.0, gt=0, le=1e6)
     alignment: Float = Field(0.0, ge=0.0, le=1.0)  # a: W_K = a·W_Q + √(1−a²)·W'
     causal: bool = False  # query i sees keys 0…i
     se_tolerance: Float = Field(4.0, gt=0)  # a score check passes when |z| ≤ this
@@ -39,6 +43,12 @@ class GradientsSpec(SpecBase):
 
     @model_validator(mode="after")
     def _rules(self) -> GradientsSpec:
+        if self.init_std < MIN_INIT_STD:
+            raise SpecFieldError(("init_std",), f"init_std {self.init_std:g} is below "
+                                 f"{MIN_INIT_STD:g}: the scores' second moment grows like "
+                                 "init_std⁴ and its spread like init_std⁸, which float64 rounds "
+                                 "to 0 (every value 0, and checks that pass on zeros); "
+                                 f"give init_std ≥ {MIN_INIT_STD:g}")
         for i, d in enumerate(self.dims):
             if d > MAX_WIDTH:
                 raise SpecFieldError(("dims", i), f"d_k {d} is above the limit {MAX_WIDTH}")

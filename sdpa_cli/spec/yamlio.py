@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from sdpa_cli.environment import path_problem
 from sdpa_cli.errors import InputError, Problem, control_name, is_control
 
 MAX_BYTES = 1 << 20  # a spec is a page of YAML, not a data set
@@ -135,6 +136,9 @@ def read_bytes(path: Path, *, limit: int = MAX_BYTES) -> bytes:
     if _has_control(name):
         raise InputError(Problem("the file name holds a control character; rename the file",
                                  file=ascii(name)))
+    why = path_problem(path, sibling=False)
+    if why:
+        raise InputError(Problem(why, file=name))
     try:
         mode = os.stat(path).st_mode  # follows symlinks: what would be read
     except FileNotFoundError:
