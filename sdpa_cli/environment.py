@@ -82,8 +82,10 @@ def problems() -> list[Problem]:
                            flag="NUMPY_MADVISE_HUGEPAGE"))
     backend = env.get("MPLBACKEND")
     if backend:
-        try:
-            import matplotlib  # noqa: F401 - reads MPLBACKEND and refuses an unknown one
+        try:  # importing matplotlib reads MPLBACKEND and refuses an unknown one
+            import matplotlib.rcsetup
+
+            matplotlib.rcsetup.validate_backend(backend)  # when it was imported before
         except ValueError:
             out.append(Problem(f"{_shown(backend)!r} is not a backend matplotlib knows; sdpa "
                                "draws its figures off-screen: unset it, or set agg",
