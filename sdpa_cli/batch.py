@@ -11,7 +11,17 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import environment, executors, names, paths, process, registry, report, selection, spec
+from sdpa_cli import (
+    environment,
+    executors,
+    names,
+    paths,
+    process,
+    registry,
+    report,
+    selection,
+    spec,
+)
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,

@@ -163,7 +163,7 @@ OWN_FILES = [
          setup=_manifest(_set(("status",), "maybe"), digest=True)),
     Case("lastfailed-number", RUN_B, "failed[0]: expected a string",
          "B/.sdpa-lastfailed.json:", setup=_record('{"schema_version": 1, "failed": [3]}')),
-    Case("lastfailed-not-list", RUN_B + ["--lf"], "failed: expected a list",
+    Case("lastfailed-not-list", [*RUN_B, "--lf"], "failed: expected a list",
          "B/.sdpa-lastfailed.json:", setup=_record('{"schema_version": 1, "failed": "one"}')),
     Case("lastfailed-not-json", RUN_B, "not JSON (", "B/.sdpa-lastfailed.json:",
          setup=_record("{")),

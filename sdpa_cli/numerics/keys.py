@@ -36,7 +36,8 @@ def leading_key(keys: list[int] | Array, margin: float, rule: Scaling | None = N
     q·k units; the rule turns that into the score gap g (so logn's S·ln n grows g with n).
 
     With a = ln(n−1) − g: log p₁ = −softplus(a), 1 − p₁ = sigmoid(a), log p₀ =
-    −log(e^g + n − 1), entropy = −p₁ log p₁ − (n−1) p₀ log p₀, and ‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴
+    −log(e^g + n − 1), entropy = −p₁ log p₁ − (n−1) p₀ log p₀, and
+    ‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴
     with p₀ = e^−g·p₁ = 1/(e^g + n − 1): every term positive, nothing cancels at any margin.
     """
     n = np.asarray(keys, dtype=np.float64)
