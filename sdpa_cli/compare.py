@@ -117,7 +117,10 @@ def _se_fields(row: dict[str, Any]) -> dict[str, str]:
 
 
 def _number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
+    """A number float64 holds (a whole number of 400 digits is compared exactly, never
+    turned into a float, which would raise OverflowError)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and \
+        (isinstance(x, float) or abs(x) <= 1.7976931348623157e308)
 
 
 def _label(value: Any) -> bool:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
 from sdpa_cli.errors import InputError, Problem
 
@@ -82,15 +84,28 @@ def problems() -> list[Problem]:
                            flag="NUMPY_MADVISE_HUGEPAGE"))
     backend = env.get("MPLBACKEND")
     if backend:
-        try:  # importing matplotlib reads MPLBACKEND and refuses an unknown one
-            import matplotlib.rcsetup
-
-            matplotlib.rcsetup.validate_backend(backend)  # when it was imported before
+        try:
+            _rcsetup().validate_backend(backend)
         except ValueError:
             out.append(Problem(f"{_shown(backend)!r} is not a backend matplotlib knows; sdpa "
                                "draws its figures off-screen: unset it, or set agg",
                                flag="MPLBACKEND"))
     return out
+
+
+def _rcsetup() -> Any:
+    """matplotlib.rcsetup, imported with MPLBACKEND aside: an import that meets an unknown
+    backend fails halfway and leaves a broken matplotlib behind. sdpa draws with Agg
+    whatever the variable says (report/figures/style.py), so setting it aside changes no
+    figure."""
+    if "matplotlib.rcsetup" not in sys.modules:
+        saved = os.environ.pop("MPLBACKEND", None)
+        try:
+            import matplotlib.rcsetup  # noqa: F401 - heavy, so only when MPLBACKEND is set
+        finally:
+            if saved is not None:
+                os.environ["MPLBACKEND"] = saved
+    return sys.modules["matplotlib.rcsetup"]
 
 
 def check() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sdpa_cli import __version__, schemas
 from sdpa_cli.numerics.rng import BIT_GENERATOR
-from sdpa_cli.schemas.validate import Mismatch, check
+from sdpa_cli.schemas.validate import Mismatch, check, finite
 
 # A folder is sdpa's to replace only when its manifest carries this marker and schema and
 # lists exactly the files that are there, byte for byte.
@@ -303,6 +303,7 @@ def _schema_problem(doc: dict[str, Any], schema: str) -> str:
     """'' when `doc` fits sdpa's schema of that name, else the field and what it needed."""
     try:
         check(doc, schemas.load(schema))
+        finite(doc)
     except Mismatch as e:
         return f"its {e.field} is not what sdpa writes (expected {e.expected})"
     return ""
@@ -324,10 +325,16 @@ def own_fields_problem(folder: Path) -> str:
     if doc[SELF_DIGEST] != self_digest(doc):
         return (f"{NAME}: {SELF_DIGEST}: expected the digest of the other fields; they were "
                 "edited since sdpa wrote them")
-    results, why = _read_json(folder / "results.json")
-    passed = results.get("passed") if results is not None else None
-    if not isinstance(passed, bool):
-        return "results.json: passed: expected true or false"
+    try:  # up to the output budget, not the manifest's few megabytes
+        results = load_json(folder / "results.json")
+    except (OSError, ValueError, RecursionError):
+        return "results.json: not a JSON document sdpa wrote"
+    if not isinstance(results, dict):
+        return "results.json: (the document): expected an object"
+    why = _schema_problem(results, "result")
+    if why:  # listed with its hash, so changed with the manifest: read nothing of it
+        return f"results.json: {why}"
+    passed = results["passed"]
     if doc["status"] != ("passed" if passed else "failed"):
         return (f"{NAME}: status: expected \"{'passed' if passed else 'failed'}\" as "
                 f"results.json records, not \"{doc['status']}\"")

@@ -10,7 +10,7 @@ from typing import Any
 from sdpa_cli import schemas
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.report import manifest
-from sdpa_cli.schemas.validate import Mismatch, check
+from sdpa_cli.schemas.validate import Mismatch, check, finite
 
 # What a killed sdpa leaves beside the files and folders it writes: `.NAME.tmp-PID-HEX`
 # (a run folder or a file being built), `.NAME.old-PID-HEX` (the previous run folder during
@@ -44,10 +44,17 @@ def read(path: Path, schema: str, *, shown: str | None = None) -> dict[str, Any]
                                  "the file is damaged", file=name)) from None
     except UnicodeDecodeError:
         raise InputError(Problem("not UTF-8 text; the file is damaged", file=name)) from None
+    except RecursionError:
+        raise InputError(Problem("nested too deep to be a file sdpa wrote; the file is damaged",
+                                 file=name)) from None
     except ValueError as e:  # the bounded reader's refusals: "is N bytes, more than sdpa writes"
-        raise InputError(Problem(str(e).removeprefix(f"{path.name} "), file=name)) from None
+        why = str(e).removeprefix(f"{path.name} ")
+        if "digits" in why:  # Python's own limit on a whole number's digits, in its words
+            why = "holds a whole number of over 4300 digits; the file is damaged"
+        raise InputError(Problem(why, file=name)) from None
     try:
         check(doc, schemas.load(schema))
+        finite(doc)
     except Mismatch as e:
         raise InputError(Problem(f"expected {e.expected}; the file is damaged or was not "
                                  "written by sdpa", file=name, field=e.field)) from None

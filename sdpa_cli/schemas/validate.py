@@ -54,6 +54,29 @@ def check(doc: Any, schema: dict[str, Any]) -> None:
     _check(doc, schema, schema, ())
 
 
+def finite(doc: Any) -> None:
+    """Raise Mismatch at the first number that is NaN, ±inf or beyond float64 (Python's json
+    reads NaN, Infinity and 1e400; sdpa writes null for them), walking without recursion."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), doc)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(value))
+        elif _not_finite(value):
+            raise Mismatch(path, "a finite number (sdpa writes null for NaN and ±inf)")
+
+
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+def _not_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT_MAX
+
+
 def _check(value: Any, schema: dict[str, Any], root: dict[str, Any],
            path: tuple[str | int, ...]) -> None:
     if "$ref" in schema:
