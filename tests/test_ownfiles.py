@@ -258,19 +258,20 @@ def test_leading_key_matches_mpmath_at_every_margin(margin, n):
 
 def test_a_spec_at_the_shape_limits_passes_the_shape_check():
     from sdpa_cli.errors import InputError
-    from sdpa_cli.spec.yamlio import MAX_COMMAS, MAX_LINES, _check_shape
+    from sdpa_cli.spec.shape import MAX_COMMAS, MAX_LINES, check
 
     text = "study: variance\n" + "#\n" * (MAX_LINES - 2) + "x: [" + "1," * MAX_COMMAS + "1]\n"
     assert text.count("\n") == MAX_LINES and text.count(",") == MAX_COMMAS
-    _check_shape(text, "s.yaml")  # exactly at both limits: accepted
+    check(text, "s.yaml")  # exactly at both limits: accepted
     for more in (text + "\n", text.replace("]", ",]")):
         with pytest.raises(InputError):
-            _check_shape(more, "s.yaml")
+            check(more, "s.yaml")
 
 
 @pytest.mark.slow  # PyYAML reads 10000 lines and 20000 items: seconds on a busy machine
 def test_a_spec_at_the_shape_limits_is_parsed(workdir):
-    from sdpa_cli.spec.yamlio import MAX_COMMAS, MAX_LINES, parse
+    from sdpa_cli.spec.shape import MAX_COMMAS, MAX_LINES
+    from sdpa_cli.spec.yamlio import parse
 
     text = "study: variance\n" + "#\n" * (MAX_LINES - 2) + "x: [" + "1," * MAX_COMMAS + "1]\n"
     assert len(parse(text, "s.yaml").data["x"]) == MAX_COMMAS + 1

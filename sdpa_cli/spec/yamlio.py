@@ -14,14 +14,10 @@ import yaml
 
 from sdpa_cli.environment import path_problem
 from sdpa_cli.errors import InputError, Problem, control_name, is_control
+from sdpa_cli.spec import shape
 
 MAX_BYTES = 1 << 20  # a spec is a page of YAML, not a data set
 MAX_NODES = 100_000  # guards against alias bombs ("billion laughs")
-# A spec's shape, counted in the raw text before PyYAML (pure Python, ~0.1 ms per value on an
-# idle core) reads it: 900000 blank lines or 200000 flow items took it 10–50 s. The largest
-# shipped spec has 173 lines; an explicit score vector holds at most 4096 values.
-MAX_LINES = 10_000
-MAX_COMMAS = 20_000
 MAX_DEPTH = 32  # nesting of lists and mappings; the composer recurses once per level
 FLOAT_MAX = sys.float_info.max
 _MAX_DIGITS = 310  # more decimal digits than this can only be beyond float64's range
@@ -217,41 +213,11 @@ def _check_depth(text: str, file: str) -> None:
             depth -= 1
 
 
-def _position(text: str, index: int) -> tuple[int, int]:
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1
-
-
-def _nth(text: str, char: str, n: int) -> int:
-    """Index of the n-th (1-based) `char` in text; str.find runs at C speed."""
-    at = -1
-    for _ in range(n):
-        at = text.find(char, at + 1)
-    return at
-
-
-def _check_shape(text: str, file: str) -> None:
-    """Refuse a spec by its shape before parsing it: more lines or comma-separated items than
-    a spec has. Counted with str.count (C speed): a megabyte costs about a millisecond."""
-    lines = text.count("\n") + (not text.endswith("\n"))
-    if lines > MAX_LINES:
-        line, col = _position(text, _nth(text, "\n", MAX_LINES) + 1)
-        raise InputError(Problem(f"the spec has {lines} lines; a spec may have at most "
-                                 f"{MAX_LINES} (checked before it is parsed)", file=file,
-                                 line=line, col=col))
-    commas = text.count(",")
-    if commas > MAX_COMMAS:
-        line, col = _position(text, _nth(text, ",", MAX_COMMAS + 1))
-        raise InputError(Problem(f"the spec has {commas} commas (items of [...] or {{...}} "
-                                 f"lists); a spec may have at most {MAX_COMMAS} (checked before "
-                                 "it is parsed)", file=file, line=line, col=col))
-
-
 def parse(text: str, file: str) -> Document:
     """Parse YAML text into a Document; every error is one located InputError."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    _check_shape(text, file)
+    shape.check(text, file)  # before PyYAML spends seconds on it
     try:
         _check_depth(text, file)
         node = yaml.compose(text, Loader=_Loader)
