@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdpa_cli import batch, executors, paths, registry, report, spec
+from sdpa_cli import batch, executors, loader, paths, registry, report
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
+from sdpa_cli.report.progress import Progress
 
 if TYPE_CHECKING:
     from sdpa_cli.report.progress import Progress
@@ -34,7 +35,7 @@ def run_study(
     if spec_path is not None and is_example_name(str(spec_path)) and not spec_path.exists():
         spec_path = find_spec(study, str(spec_path))
     executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
-    resolved = spec.load(spec_path, study=study, overrides=overrides, flags=flags,
+    resolved = loader.load(spec_path, study=study, overrides=overrides, flags=flags,
                          default_name=study)
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
@@ -46,6 +47,7 @@ def run_study(
         started = time.time()
         result = registry.get(study).run(resolved, report.context(settings))
     folder = report.write_run(result, settings, target=target,
+                              renderer=registry.get(study).renderer,
                               argv=argv if argv is not None else sys.argv, started=started,
                               input_spec=resolved.model_dump(mode="json"),
                               ) if settings.write else None
@@ -65,15 +67,11 @@ def run_study(
 def _progress(study: str, resolved: Any, settings: report.Settings) -> Progress:
     """The blocks bar of one study command: on a terminal only, and only for the table
     (-q and --format json|csv|markdown draw nothing: stdout carries the document alone)."""
-    from sdpa_cli.report.progress import Progress
-
     return Progress.blocks_only(f"{study} {resolved.name or study}: blocks",
                                 quiet=settings.quiet or settings.fmt != "table")
 
 
-# --- worked examples: NAME lookup, --list and --all -------------------------------------------
-
-WORKED = "worked-example"
+# --- named specs: NAME lookup, --list and --all (every study command has them) ----------------
 
 
 def named_specs(study: str) -> list[Path]:
@@ -86,10 +84,6 @@ def named_specs(study: str) -> list[Path]:
             for path in paths.spec_files(folder):
                 found.setdefault(path.stem, path)
     return list(found.values())
-
-
-def example_specs() -> list[Path]:
-    return named_specs(WORKED)
 
 
 def is_example_name(target: str) -> bool:
@@ -106,46 +100,42 @@ def find_spec(study: str, name: str) -> Path:
         return specs[name]
     close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    known = ("`sdpa worked-example --list` shows them" if study == WORKED
+    known = (f"`sdpa {study} --list` shows them" if len(specs) > 8
              else f"names: {', '.join(sorted(specs))}" if specs else "none is shipped")
     raise InputError(Problem(
         f"{study}: no spec named {name!r}{hint}; {known} (a spec file is given by its path, "
         f"e.g. ./{name}.yaml)"))
 
 
-def find_example(name: str) -> Path:
-    return find_spec(WORKED, name)
-
-
-def _listed(path: Path) -> report_examples.Listed:
+def _listed(study: str, path: Path) -> report_examples.Listed:
     try:
-        s = spec.load(path, study=WORKED)
+        s = loader.load(path, study=study)
     except InputError as e:
         return report_examples.Listed(path.stem, "", "", str(path), e.problems[0].render())
     return report_examples.Listed(s.name or path.stem, s.description or s.title, s.source,
                                   str(path))
 
 
-def _sorted_examples() -> list[Path]:
+def _sorted_specs(study: str) -> list[Path]:
     """Grouped by source document (their file names sort in the documents' order)."""
-    listed = [(p, _listed(p)) for p in example_specs()]
+    listed = [(p, _listed(study, p)) for p in named_specs(study)]
     return [p for p, _ in sorted(listed, key=lambda x: (x[1].source.split(",")[0], x[1].name))]
 
 
-def list_examples(settings: report.Settings) -> int:
-    entries = [_listed(p) for p in _sorted_examples()]
+def list_specs(study: str, settings: report.Settings) -> int:
+    entries = [_listed(study, p) for p in _sorted_specs(study)]
     report_examples.show_listing(entries, settings.fmt)
     return EXIT_OK
 
 
-def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
-                     settings: report.Settings, argv: list[str] | None = None) -> int:
-    """Every example, each into its own run folder (under --out if given); one document on
-    stdout. Every spec and folder is checked before the first example runs (exit 2)."""
+def run_all_specs(study: str, *, overrides: dict[str, Any], flags: dict[str, str],
+                  settings: report.Settings, argv: list[str] | None = None) -> int:
+    """Every named spec of `study`, each into its own run folder (under --out if given); one
+    document on stdout. Every spec and folder is checked before the first one runs (exit 2)."""
     loaded, problems = [], []
-    for path in _sorted_examples():
+    for path in _sorted_specs(study):
         try:
-            s = spec.load(path, study=WORKED, overrides=overrides, flags=flags)
+            s = loader.load(path, study=study, overrides=overrides, flags=flags)
             registry.check_documented(s, str(path))
         except InputError as e:
             problems.extend(e.problems)
@@ -154,15 +144,15 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     if problems:
         raise InputError(problems)
     if not loaded:
-        raise InputError(Problem("worked-example: no examples found (looked in "
-                                 "experiments/worked-example/ and the shipped specs)"))
-    per_example = dataclasses.replace(
+        raise InputError(Problem(f"{study}: no named specs found (looked in "
+                                 f"experiments/{study}/ and the shipped specs)"))
+    per_spec = dataclasses.replace(
         settings, out=None, root=settings.out if settings.out is not None else settings.root)
-    planned = [Planned(path, s, report.target_for(s.name or WORKED, per_example))
+    planned = [Planned(path, s, report.target_for(s.name or study, per_spec))
                for path, s in loaded]
-    # Not caught: an example that cannot be written ends --all with its own error line.
+    # Not caught: a spec that cannot be written ends --all with its own error line.
     started = time.time()
-    outcomes, tally = batch.run_planned(planned, per_example, argv=argv, catch=False)
+    outcomes, tally = batch.run_planned(planned, per_spec, argv=argv, catch=False)
     report.finish_ci(outcomes, settings, started=started)
     done = [(o.result, o.folder) for o in outcomes
             if o.result is not None and (o.folder or not settings.write)]
@@ -177,20 +167,31 @@ def run_all_examples(*, overrides: dict[str, Any], flags: dict[str, str],
     return tally.exit_code
 
 
-def worked_example(target: str | None, *, list_: bool, all_: bool, overrides: dict[str, Any],
-                   flags: dict[str, str], settings: report.Settings) -> int:
-    """`sdpa worked-example`: --list, --all, a NAME, or a SPEC file."""
+def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
+                  overrides: dict[str, Any], flags: dict[str, str],
+                  settings: report.Settings) -> int:
+    """`sdpa STUDY`: --list, --all, a NAME, a SPEC file, or flags alone."""
     if list_:
         if target is not None or all_:
             raise InputError(Problem("takes no NAME, SPEC or --all", flag="--list"))
-        return list_examples(settings)
+        return list_specs(study, settings)
     if all_:
         if target is not None:
-            raise InputError(Problem("runs every example; give no NAME or SPEC with it",
+            raise InputError(Problem("runs every named spec; give no NAME or SPEC with it",
                                      flag="--all"))
-        return run_all_examples(overrides=overrides, flags=flags, settings=settings)
-    if target is None:
-        raise InputError(Problem("worked-example: give an example NAME or a SPEC file, or "
-                                 "--list to see the examples, or --all to run them all"))
-    path = find_example(target) if is_example_name(target) else Path(target)
-    return run_study(WORKED, path, overrides=overrides, flags=flags, settings=settings)
+        return run_all_specs(study, overrides=overrides, flags=flags, settings=settings)
+    if target is None and _needs_a_file(study):
+        raise InputError(Problem(f"{study}: give a spec NAME or a SPEC file, or --list to "
+                                 "see the named specs, or --all to run them all"))
+    path = None if target is None else (
+        find_spec(study, target) if is_example_name(target) and not Path(target).exists()
+        else Path(target))
+    return run_study(study, path, overrides=overrides, flags=flags, settings=settings)
+
+
+def _needs_a_file(study: str) -> bool:
+    """A spec with a required field no flag can give (worked-example's parts) comes from a
+    file: flags alone cannot make one."""
+    declared = registry.get(study)
+    return any(info.is_required() for name, info in declared.spec.model_fields.items()
+               if name not in declared.flag_fields() and name != "study")

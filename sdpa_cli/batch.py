@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from sdpa_cli import (
     environment,
     executors,
+    loader,
     names,
     paths,
     process,
     registry,
     report,
     selection,
-    spec,
 )
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
@@ -30,10 +30,12 @@ from sdpa_cli.errors import (
     SchedulerLost,
     SdpaError,
 )
-from sdpa_cli.report import ownfiles
+from sdpa_cli.framework.result import Result
+from sdpa_cli.report import batch as batch_report
+from sdpa_cli.report import manifest, ownfiles, unchanged
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
+from sdpa_cli.report.progress import Progress
 from sdpa_cli.spec.common import SpecBase
-from sdpa_cli.studies.result import Result
 
 if TYPE_CHECKING:
     from sdpa_cli.report.collect import Entry
@@ -77,7 +79,7 @@ def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
     loaded, problems = [], []
     for f in files:
         try:
-            s = spec.load(f, study=None)
+            s = loader.load(f, study=None)
             registry.check_documented(s, str(f))
             loaded.append((f, s))
         except InputError as e:
@@ -114,6 +116,7 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
     try:
         started, result = computed.result() if computed is not None else compute(p, settings)
         folder = report.write_run(result, settings, target=p.target, argv=argv,
+                                  renderer=registry.get(p.spec.study).renderer,
                                   started=started, input_spec=p.spec.model_dump(mode="json"),
                                   ) if settings.write else None
     except SchedulerLost:
@@ -138,8 +141,6 @@ def run_one(p: Planned, settings: report.Settings, argv: list[str], *,
 
 def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
     """The outcome of a spec whose run folder is unchanged (None: it must run)."""
-    from sdpa_cli.report import manifest, unchanged
-
     started = time.time()
     status = unchanged.kept_status(
         p.target, input_sha256=unchanged.input_digest(p.spec.model_dump(mode="json")),
@@ -210,7 +211,6 @@ class _Ahead:
     """Specs computed ahead on threads of this process (their blocks go to the cluster);
     their folders are still written here, one by one and in order, by the caller. Spec i is
     taken (and waited for) before spec i + SPECS_AHEAD starts, so at most SPECS_AHEAD run."""
-
     def __init__(self, planned: Sequence[Planned], settings: report.Settings,
                  keep_unchanged: bool) -> None:
         self.planned, self.settings, self.keep_unchanged = planned, settings, keep_unchanged
@@ -251,9 +251,6 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
               argv: list[str] | None = None, keyword: str | None = None,
               last_failed: bool = False, force: bool = False) -> int:
     """Validate all, then run all (keep going unless fail_fast), then index and report."""
-    from sdpa_cli.report import batch as batch_report
-    from sdpa_cli.report.progress import Progress
-
     if keyword is not None:
         selection.keyword(keyword)  # a malformed -k is exit 2 before anything is read
     executors.resolve(settings.scheduler)  # a bad --scheduler is bad input: exit 2 first
@@ -311,8 +308,6 @@ def _index_after_loss(finished: Sequence[Outcome], settings: report.Settings) ->
     by one, and the specs still computing write none, so the folders are settled here. A
     failure to write the index must not hide the loss: it is said in one line, and the
     loss's own message and exit 1 follow."""
-    from sdpa_cli.report import batch as batch_report
-
     if not any(o.folder is not None and not o.kept for o in finished):
         return  # nothing replaced: the index on disk still describes every folder
     try:

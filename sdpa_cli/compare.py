@@ -13,7 +13,8 @@ from typing import Any
 from sdpa_cli import __version__
 from sdpa_cli.environment import check_path
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
-from sdpa_cli.report import ownfiles
+from sdpa_cli.framework.result import clean
+from sdpa_cli.report import ownfiles, write_stdout
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
@@ -361,7 +362,6 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def as_json(doc: dict[str, Any]) -> str:
-    from sdpa_cli.studies.result import clean
 
     return json.dumps(clean(doc), indent=2, ensure_ascii=False) + "\n"
 
@@ -371,7 +371,6 @@ def run(a: Path, b: Path, *, tolerance: float, fmt: str, exact_mode: bool,
     """`sdpa compare`: the document on stdout for json/markdown, the summary on stderr."""
     import sys
 
-    from sdpa_cli.report import write_stdout
 
     doc = exact_doc(a, b) if exact_mode else compare(a, b, tolerance=tolerance)
     if fmt == "json":

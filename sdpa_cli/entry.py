@@ -13,7 +13,7 @@ import click
 
 from sdpa_cli import environment, process
 from sdpa_cli.cli import cli
-from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SdpaError, one_line
+from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, SdpaError, one_line
 
 
 class Terminated(BaseException):
@@ -49,8 +49,6 @@ def _flag_value(args: list[str], flag: str) -> str | None:
 def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
     """Under GitHub Actions (or --annotations github) a bad spec is also an ::error line and a
     line of the step summary; --codequality FILE lists it for GitLab."""
-    from sdpa_cli.errors import InputError
-
     if not isinstance(e, InputError):
         return
     choice = _flag_value(args, "--annotations")

@@ -14,8 +14,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import sdpa_cli
 from sdpa_cli import process
 from sdpa_cli.errors import InputError, Problem, RunError, SchedulerLost
+from sdpa_cli.report.unchanged import code_digest
 
 if TYPE_CHECKING:
     from sdpa_cli.report import Settings
@@ -31,7 +33,6 @@ CONNECT_TIMEOUT = "10s"  # to reach a tcp:// scheduler before giving up (exit 1,
 @dataclass(frozen=True)
 class Scheduler:
     """A parsed scheduler address: `local:N` or a distributed scheduler's URL."""
-
     address: str  # "" for a LocalCluster sdpa starts itself
     local_workers: int  # N of local:N; 0 for a remote scheduler
     source: str  # "--scheduler" or "SDPA_SCHEDULER", to name it in messages
@@ -85,7 +86,6 @@ class ClusterExecutor(Executor):
     Errors raised by the work itself pass through unchanged. `slots` (the cluster's threads)
     tells fold_blocks how many blocks to keep in flight.
     """
-
     def __init__(self, client: Any, where: str) -> None:
         from distributed import KilledWorker
         from distributed.comm.core import CommClosedError
@@ -228,8 +228,6 @@ def _versions() -> tuple[str, str, str, str]:
     version string), NumPy's and Python's versions."""
     import numpy
 
-    import sdpa_cli
-    from sdpa_cli.report.unchanged import code_digest
 
     return (sdpa_cli.__version__, f"code {code_digest()[:12]}", numpy.__version__,
             sys.version.split()[0])

@@ -11,7 +11,12 @@ from typing import Any
 import click
 
 from sdpa_cli import process
+from sdpa_cli.environment import path_problem
 from sdpa_cli.errors import InputError, Problem, control_name, is_control, one_line
+from sdpa_cli.report.ci_files import report_path_problem
+from sdpa_cli.report.manifest import BATCH_NAME
+from sdpa_cli.report.runfolder import BATCH_FILES
+from sdpa_cli.spec.yamlio import scalar
 
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
@@ -106,7 +111,6 @@ def check_values(command: click.Command, args: list[str]) -> None:
 
 class ValueCommand(click.Command):
     """A command whose flags never swallow the next flag or take an empty value."""
-
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         check_values(self, list(args))
         return super().parse_args(ctx, args)
@@ -114,7 +118,6 @@ class ValueCommand(click.Command):
 
 class StudyCommand(ValueCommand):
     """A command whose list options read every value up to the next option."""
-
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         check_values(self, list(args))
         list_opts = {
@@ -126,7 +129,6 @@ class StudyCommand(ValueCommand):
 
 class ListType(click.ParamType):
     """A comma-joined list; items stay text and are typed like YAML values later."""
-
     name = "LIST"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -165,8 +167,6 @@ def flag_of(param: click.Parameter) -> str:
 def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
     """The spec fields given on the command line (typed like YAML values) and the flag
     behind each, read from the command's own SpecOptions."""
-    from sdpa_cli.spec.yamlio import scalar
-
     overrides: dict[str, Any] = {}
     flags: dict[str, str] = {}
     for param in ctx.command.params:
@@ -175,7 +175,8 @@ def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
         value = ctx.params.get(param.name)
         if value is None:
             continue
-        overrides[param.name] = ([scalar(v) for v in value] if isinstance(value, list)
+        overrides[param.name] = (value if isinstance(value, bool) else  # a switch
+                                 [scalar(v) for v in value] if isinstance(value, list)
                                  else scalar(value))
         flags[param.name] = flag_of(param)
     return overrides, flags
@@ -279,11 +280,6 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
     """report.Settings fields from the CI flags a command was given. A report aimed inside
     the run folder the command writes, inside any sdpa run folder, or over a batch folder's
     own files is refused here, before anything runs."""
-    from sdpa_cli.environment import path_problem
-    from sdpa_cli.report.ci import report_path_problem
-    from sdpa_cli.report.manifest import BATCH_NAME
-    from sdpa_cli.report.runfolder import BATCH_FILES
-
     junit, quality = params.get("junit_xml"), params.get("codequality")
     for flag, given in (("--junit-xml", junit), ("--codequality", quality)):
         if not given:

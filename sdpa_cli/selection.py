@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.report import ownfiles
+from sdpa_cli.report.runfolder import write_atomic
 
 LAST_FAILED = ".sdpa-lastfailed.json"
 
@@ -37,7 +38,6 @@ def _tokens(expr: str) -> list[str]:
 class _Parser:
     """expr := or; or := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom;
     atom := '(' or ')' | WORD (a case-insensitive substring of the spec's name or study)."""
-
     def __init__(self, expr: str) -> None:
         self.expr = expr
         self.tokens = _tokens(expr)
@@ -135,7 +135,6 @@ def updated_last_failed(previous: set[str] | None, ran: Iterable[tuple[str, str]
 
 
 def write_last_failed(root: Path, failed: set[str]) -> None:
-    from sdpa_cli.report.runfolder import write_atomic
 
     doc = {"schema_version": 1, "failed": sorted(failed)}
     write_atomic(root / LAST_FAILED, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))

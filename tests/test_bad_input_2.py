@@ -355,7 +355,7 @@ def test_every_study_has_a_guard():
     from sdpa_cli import registry
 
     for name in registry.NAMES:
-        assert registry.get(name).limits is not None, name
+        assert registry.get(name).cost is not None, name
 
 
 def test_the_fake_run_folder_is_replaced_when_it_is_sdpa_s(sdpa, workdir: Path):
@@ -525,10 +525,10 @@ def test_a_step_summary_fifo_fails_without_blocking(sdpa, workdir: Path, monkeyp
 
 def test_the_worked_weights_figure_draws_a_bounded_number_of_parts():
     # 1500 attention parts drew one figure of 1500 panels: over a minute, gigapixels
+    from sdpa_cli import loader as spec_mod
     from sdpa_cli import registry
-    from sdpa_cli import spec as spec_mod
-    from sdpa_cli.studies import worked
-    from sdpa_cli.studies.context import RunContext
+    from sdpa_cli.framework.context import RunContext
+    from sdpa_cli.studies.worked_example import replay as worked
 
     parts = [{"name": f"p{i}", "kind": "attention", "tokens": ["a", "b"],
               "scores": [[1, 2], [3, 4]], "d_k": 2} for i in range(30)]

@@ -63,21 +63,18 @@ def test_an_error_in_one_spec_does_not_stop_the_others(sdpa, workdir, specs, mon
 
     from sdpa_cli import registry
 
-    real = registry.LOADERS["variance"]
+    real = registry.get
+    study = real("variance")
 
-    def flaky_study() -> registry.Study:
-        study = real()
+    def flaky(spec, ctx):
+        if spec.name == "a-ok":
+            raise RuntimeError("disk on fire")
+        return study.run(spec, ctx)
 
-        def flaky(spec, ctx):
-            if spec.name == "a-ok":
-                raise RuntimeError("disk on fire")
-            return study.run(spec, ctx)
-
-        return dataclasses.replace(study, run=flaky)
-
-    monkeypatch.setitem(registry.LOADERS, "variance", flaky_study)
-    # bypass get's cache for this test only, so no other test sees the flaky study
-    monkeypatch.setattr(registry, "get", lambda name: registry.LOADERS[name]())
+    flaky_variance = dataclasses.replace(study, run=flaky)
+    # replaces get for this test only, so no other test sees the flaky study
+    monkeypatch.setattr(registry, "get",
+                        lambda name: flaky_variance if name == "variance" else real(name))
     r = sdpa("run", str(specs), "--no-plots")
     assert r.code == 1
     assert "error  a-ok: internal error: RuntimeError: disk on fire" in r.err

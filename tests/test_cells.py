@@ -15,11 +15,11 @@ import pytest
 from conftest import write_spec
 
 from sdpa_cli import batch, executors, registry
-from sdpa_cli import spec as spec_mod
+from sdpa_cli import loader as spec_mod
+from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics.blocks import Job, fold_blocks, fold_jobs
 from sdpa_cli.report import writers
 from sdpa_cli.report.progress import Progress
-from sdpa_cli.studies.context import RunContext
 
 
 class Counter:

@@ -207,8 +207,8 @@ def test_documented_entries_must_name_a_number(sdpa, workdir, documented, messag
 
 @pytest.mark.parametrize("args,needle", [
     (["--list", "money-bank-grows"], "--list: takes no NAME, SPEC or --all"),
-    (["--all", "money-bank-grows"], "--all: runs every example"),
-    ([], "give an example NAME or a SPEC file"),
+    (["--all", "money-bank-grows"], "--all: runs every named spec"),
+    ([], "give a spec NAME or a SPEC file"),
     (["missing.yaml"], "missing.yaml: no such file"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(sdpa, args, needle):

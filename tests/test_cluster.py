@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from sdpa_cli import executors, registry
-from sdpa_cli import spec as spec_mod
+from sdpa_cli import loader as spec_mod
 from sdpa_cli.errors import InputError, SchedulerLost
+from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics.engine import simulate_dots
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.report import writers
-from sdpa_cli.studies.context import RunContext
 
 needs_dask = pytest.mark.skipif(not executors.dask_installed(),
                                 reason="dask[distributed] is not installed (sdpa[dask])")

@@ -15,11 +15,11 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
+from sdpa_cli import loader as specs
 from sdpa_cli import registry
-from sdpa_cli import spec as specs
+from sdpa_cli.framework import figure_style as style
+from sdpa_cli.framework.context import SERIAL
 from sdpa_cli.report import figures
-from sdpa_cli.report.figures import style
-from sdpa_cli.studies.context import SERIAL
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SPECS = sorted(EXPERIMENTS.glob("*/*.yaml"))
@@ -56,7 +56,7 @@ def drawn_figures(path: Path) -> tuple[tuple[str, MplFigure], ...]:
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
         patch.setattr(style, "save", keep)
         for figure in result.figures:
-            figures.render(figure, Path(tmp), study=result.study)
+            figures.render(figure, Path(tmp), draw=registry.get(result.study).renderer(figure.kind))
     return tuple(caught)
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from conftest import EXPERIMENTS
 
-from sdpa_cli import spec as specs
+from sdpa_cli import loader as specs
+from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics.grad_trials import Layer, draw, score_moments, trial_values
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies import gradients
-from sdpa_cli.studies.context import RunContext
-from sdpa_cli.studies.gradient_theory import fit_slope, theory_slope
+from sdpa_cli.studies.gradients import run as gradients
+from sdpa_cli.studies.gradients.theory import fit_slope, theory_slope
 
 K = 4.0  # tolerance in standard errors
 
@@ -205,7 +205,7 @@ def test_rules_of_issue_15_run_through_the_study_code() -> None:
     """qknorm, qknorm:rms, softcap and logn, parsed as a spec parses them: the rows build,
     scores under normalisation or a cap get no exact theory, logn's factor uses n = keys,
     and the cap bounds every score."""
-    from sdpa_cli.studies.gradients import _row
+    from sdpa_cli.studies.gradients.run import _row
 
     spec = specs.load(None, study="gradients", overrides={
         "dims": [8], "d_model": 6, "keys": 5, "trials": 50, "seed": 2})
@@ -231,7 +231,7 @@ def test_slope_se_covers_means_that_scatter_beyond_their_errors() -> None:
 
 
 def _slope_fixture(means: list[float], se: float, rule: str = "linear"):
-    from sdpa_cli.studies.gradient_theory import slope_checks, slope_rows
+    from sdpa_cli.studies.gradients.theory import slope_checks, slope_rows
 
     dims = [16, 64, 256, 1024]
     spec = specs.load(None, study="gradients", overrides={

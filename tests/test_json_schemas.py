@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import EXPERIMENTS, per_spec, write_spec
 
-from sdpa_cli import __version__, registry, schemas, spec
+from sdpa_cli import __version__, registry, schemas
+from sdpa_cli import loader as spec
 from sdpa_cli.errors import InputError
-from sdpa_cli.studies.context import RunContext
+from sdpa_cli.framework.context import RunContext
 
 jsonschema = pytest.importorskip("jsonschema")
 referencing = pytest.importorskip("referencing")

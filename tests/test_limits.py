@@ -6,24 +6,25 @@ from pathlib import Path
 
 import pytest
 
-from sdpa_cli import paths, registry, spec
+from sdpa_cli import loader as spec
+from sdpa_cli import paths, registry
 from sdpa_cli.errors import InputError
+from sdpa_cli.framework.context import RunContext
 from sdpa_cli.spec import limits
-from sdpa_cli.studies.context import RunContext
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 
 
 def test_every_study_names_its_guard():
     for name in registry.NAMES:
-        assert registry.get(name).limits is not None, name
+        assert registry.get(name).cost is not None, name
 
 
 @pytest.mark.parametrize("path", paths.spec_files(EXPERIMENTS), ids=lambda p: p.stem)
 def test_every_shipped_spec_is_inside_the_budgets_with_room(path):
     # what `sdpa run` runs by default (slow/ folders are named explicitly)
     s = spec.load(path)
-    cost = registry.get(s.study).limits(s)
+    cost = registry.get(s.study).cost(s)
     assert cost.rows <= limits.MAX_ROWS // 2
     assert cost.work <= limits.MAX_WORK // 2
     assert cost.memory <= limits.MAX_MEMORY // 2
@@ -49,7 +50,7 @@ def test_output_estimate_is_an_upper_bound_within_a_small_factor(sdpa, workdir, 
                  range(1, 41)))} if study != "variance" else \
         {"dims": list(range(1, 41)), "pairs": 20, "scalings": ["none", "sqrt", "linear"]}
     s = spec.load(None, study=study, overrides={**overrides, "seed": 1})
-    cost = registry.get(study).limits(s)
+    cost = registry.get(study).cost(s)
     written = _written(workdir / "run")
     # the guard may refuse early, never late: the estimate is above what is written, and
     # not so far above that it refuses runs a few times smaller than its limit
@@ -117,7 +118,7 @@ def test_the_row_limit_is_exact_at_its_edge():
 
 def test_the_histogram_figure_draws_a_bounded_number_of_dims():
     # 200 overlaid histograms took six minutes and 0.5 GB to draw (the table kept them all)
-    from sdpa_cli.studies import variance_figures as variance
+    from sdpa_cli.studies.variance import figure_data as variance
 
     dims = list(range(1, 31))
     s = spec.load(None, study="variance", overrides={"dims": dims, "pairs": 20,
@@ -132,7 +133,7 @@ def test_the_histogram_figure_draws_a_bounded_number_of_dims():
 
 
 def test_an_unreadable_weights_figure_is_left_out_with_a_note():
-    from sdpa_cli.studies import softmax_sweep
+    from sdpa_cli.studies.softmax_sweep import run as softmax_sweep
 
     n = 101
     scales = [float(i) for i in range(1, softmax_sweep.WEIGHTS_FIGURE_MAX_BARS // n + 2)]

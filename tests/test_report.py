@@ -15,10 +15,10 @@ from conftest import write_spec
 
 from sdpa_cli import report
 from sdpa_cli.documents import DOCUMENTS, place
+from sdpa_cli.framework.result import AuditEntry, Check, Column, Figure, Panel, Result, Table
 from sdpa_cli.report import batch as batch_report
 from sdpa_cli.report import collect, writers
 from sdpa_cli.report.formatting import audit_number, significant_digits
-from sdpa_cli.studies.result import AuditEntry, Check, Column, Figure, Panel, Result, Table
 
 DOC0, DOC1, DOC4 = (d.file for d in (DOCUMENTS[0], DOCUMENTS[1], DOCUMENTS[4]))
 # (name, source): names sort against the documents' order, so name order cannot pass.
@@ -315,7 +315,7 @@ def test_study_command_never_writes_an_index_where_none_was(sdpa, workdir):
 
 def test_a_failed_run_keeps_the_earlier_folder_described_and_says_so(tmp_path: Path):
     from sdpa_cli.report.outcomes import Outcome, Planned
-    from sdpa_cli.spec.variance import VarianceSpec
+    from sdpa_cli.studies.variance.spec import VarianceSpec
 
     root = tmp_path / "batch"
     _write(root, _result("kept", f"{DOC0}, General Pattern"))

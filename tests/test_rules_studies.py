@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from sdpa_cli import loader as spec_mod
 from sdpa_cli import registry
-from sdpa_cli import spec as spec_mod
 from sdpa_cli.errors import InputError
+from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics.keys import leading_key
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.context import RunContext
 
 
 def _run(study: str, **overrides):
@@ -127,7 +127,7 @@ def test_keys_axis_gives_a_figure_a_slope_table_and_a_true_title(study: str) -> 
 def test_keys_axis_slope_check_fails_when_measured_and_theory_disagree() -> None:
     """The check is a real test: rows measuring logn's spread S·ln n·σ to 1% pass against
     their exact values and fail against a theory that claims the spread n-free."""
-    from sdpa_cli.studies import keys_axis
+    from sdpa_cli.studies.saturation import keys_axis
 
     spec = spec_mod.load(None, study="softmax-sweep", overrides={
         "dims": [16], "keys": [8, 32, 128], "trials": 20, "seed": 5, "scalings": ["logn:0.43"]})

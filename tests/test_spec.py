@@ -7,7 +7,8 @@ import re
 import pytest
 from conftest import write_spec
 
-from sdpa_cli import registry, spec
+from sdpa_cli import loader as spec
+from sdpa_cli import registry
 from sdpa_cli.errors import InputError
 from sdpa_cli.spec.common import Printed
 

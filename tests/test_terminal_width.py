@@ -8,9 +8,9 @@ import re
 import pytest
 from rich.console import Console
 
+from sdpa_cli.framework.result import Column, Table
 from sdpa_cli.report.fit import rank
 from sdpa_cli.report.terminal import show_table
-from sdpa_cli.studies.result import Column, Table
 
 COLUMNS = (
     Column("dim", "d", "int", priority=0),

@@ -14,9 +14,9 @@ from conftest import write_spec
 
 from sdpa_cli.numerics import recall
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.train import sensitivity_rows
-from sdpa_cli.studies.train_findings import compare
-from sdpa_cli.studies.train_rows import TrainRow
+from sdpa_cli.studies.train.findings import compare
+from sdpa_cli.studies.train.rows import TrainRow
+from sdpa_cli.studies.train.run import sensitivity_rows
 
 TINY = recall.Task(vocab=6, pairs=3, d_model=5, d_k=4, learned_embeddings=True)
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from sdpa_cli import loader as spec_mod
 from sdpa_cli import registry
-from sdpa_cli import spec as spec_mod
-from sdpa_cli.studies import saturation_rows as sr
-from sdpa_cli.studies.context import RunContext
-from sdpa_cli.studies.result import PART, as_row, internal, row_fields
+from sdpa_cli.framework.context import RunContext
+from sdpa_cli.framework.result import PART, as_row, internal, row_fields
+from sdpa_cli.studies.saturation import saturation_rows as sr
 
 
 @dataclass(frozen=True)

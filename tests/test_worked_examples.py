@@ -14,9 +14,10 @@ from fractions import Fraction
 import pytest
 from conftest import EXPERIMENTS
 
-from sdpa_cli import registry, spec
-from sdpa_cli.studies import worked as worked_example
-from sdpa_cli.studies.result import Result
+from sdpa_cli import loader as spec
+from sdpa_cli import registry
+from sdpa_cli.framework.result import Result
+from sdpa_cli.studies.worked_example import replay as worked_example
 
 SHIPPED = ("money-bank-grows", "variance-10-to-70", "variance-by-dimension",
            "d512-numerical-example", "visual-summary", "i-am-happy", "cost-arithmetic")

@@ -1,178 +1,20 @@
-"""Turn a Result into files (run folder + manifest), a terminal report, and an exit code."""
+"""Everything a run shows and writes: run folders, tables, figures, CI reports, the batch report.
 
-from __future__ import annotations
+The names below are the ones the runners use (they live in report.output)."""
 
-import json
-import os
-import sys
-import time
-from concurrent.futures import Executor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from sdpa_cli.report.output import (
+    Settings,
+    check_batch,
+    context,
+    document,
+    emit,
+    figure_files,
+    finish_ci,
+    ready,
+    target_for,
+    write_run,
+    write_stdout,
+)
 
-from sdpa_cli.errors import RunError
-from sdpa_cli.numerics.blocks import Tick
-from sdpa_cli.report import dvc, manifest, unchanged, writers
-from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
-from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
-from sdpa_cli.studies.context import RunContext
-from sdpa_cli.studies.result import Result
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
-    from sdpa_cli.report.outcomes import Outcome
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How to present and where to put a run; none of it changes a computed number."""
-
-    out: Path | None = None  # exact run folder; default <root>/<name>
-    root: Path = Path("outputs")
-    fmt: str = "table"  # table: rich on stderr only; others: that document on stdout
-    plots: bool = True
-    svg: bool = False
-    dpi: int | None = None  # PNG pixels per inch; None: the screen default
-    check: bool = False  # exit 1 when a check fails
-    quiet: bool = False
-    workers: int = 1
-    wide: bool = False  # every table column, whatever the terminal's width
-    explain: bool = False  # the theory's exact forms beside the plain words
-    scheduler: str | None = None  # --scheduler as given; None: SDPA_SCHEDULER or local threads
-    # The live executor while a scheduler session is open (sdpa_cli.executors.session).
-    executor: Executor | None = field(default=None, compare=False, repr=False)
-    # Block progress for a live progress bar (report.progress); None: nobody is watching.
-    tick: Tick | None = field(default=None, compare=False, repr=False)
-    # CI (issue 12): reports beside the run, and --no-write (compute and report only)
-    junit_xml: Path | None = None
-    annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
-    codequality: Path | None = None  # GitLab code-quality JSON
-    write: bool = True
-
-
-def context(settings: Settings) -> RunContext:
-    """What a study may know of these settings: threads, executor, whether figures are drawn."""
-    return RunContext(workers=settings.workers, figures=settings.plots,
-                      executor=settings.executor, tick=settings.tick)
-
-
-def target_for(name: str, settings: Settings) -> Path:
-    """The run folder for `name`, refused (exit 2) if it is a folder sdpa did not make."""
-    target = settings.out if settings.out is not None else settings.root / name
-    check_replaceable(target, "--out" if settings.out is not None else "output folder")
-    return target
-
-
-def ready(target: Path) -> None:
-    """Probe that the run folder's parent is writable before the study runs (exit 1)."""
-    preflight(target)
-
-
-def _write(path: Path, text: str) -> Path:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise RunError(f"cannot write {path.name} for {_final(path)}: {e.strerror or e}; "
-                       "the previous run folder, if any, is unchanged") from None
-    return path
-
-
-def _final(tmp_file: Path) -> Path:
-    """The run folder a file in a temporary run folder is meant for."""
-    folder = tmp_file.parent
-    return folder.parent / folder.name[1:].split(".tmp-")[0]
-
-
-def write_run(result: Result, settings: Settings, *, target: Path, argv: list[str],
-              started: float, input_spec: Mapping[str, Any] | None = None) -> Path:
-    """Build the whole run folder beside `target`, then swap it in at once. `input_spec`
-    (the validated spec the study ran) lets a later `sdpa run` keep the folder unchanged."""
-    folder = RunFolder(target)
-    pictures = figure_files(result, settings)
-    with folder as tmp:
-        files = [
-            _write(tmp / "results.json", writers.results_json(result)),
-            _write(tmp / "table.csv", writers.table_csv(result)),
-            _write(tmp / "table.md", writers.table_md(result, pictures)),
-            _write(tmp / "spec.yaml", writers.spec_yaml(dict(result.spec))),
-            _write(tmp / "params.yaml", dvc.params_yaml(result.spec)),  # for DVC
-            _write(tmp / "metrics.json", dvc.metrics_json(result)),
-        ]
-        if settings.plots and result.figures:
-            from sdpa_cli.report.figures import render
-
-            for figure in result.figures:
-                try:
-                    files.extend(render(figure, tmp, study=result.study, svg=settings.svg,
-                                        dpi=settings.dpi))
-                except OSError as e:
-                    raise RunError(f"cannot write figure {figure.name}.png for {target}: "
-                                   f"{e.strerror or e}; the previous run folder, if any, is "
-                                   "unchanged") from None
-        doc = manifest.build(
-            spec=dict(result.spec), argv=argv, started=started, ended=time.time(),
-            status="passed" if result.passed else "failed", workers=settings.workers,
-            files=files, reuse=unchanged.reuse_fields(input_spec, settings.plots, settings.svg,
-                                                      settings.dpi),
-        )
-        _write(tmp / "manifest.json", json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        folder.commit()
-    return target
-
-
-def finish_ci(outcomes: Sequence[Outcome], settings: Settings, *,
-              started: float | None = None) -> None:
-    """JUnit XML, annotations and step summary for these outcomes, as the settings ask."""
-    from sdpa_cli.report import ci
-
-    ci.finish(outcomes, junit_xml=settings.junit_xml, annotate=settings.annotations,
-              codequality=settings.codequality, started=started)
-
-
-def figure_files(result: Result, settings: Settings) -> list[str]:
-    """The PNG files a run with these settings writes, in order."""
-    return [f"{f.name}.png" for f in result.figures] if settings.plots else []
-
-
-def document(result: Result, fmt: str, settings: Settings | None = None) -> str | None:
-    """What --format puts on stdout (None for the human table, which goes to stderr)."""
-    if fmt == "json":
-        return writers.results_json(result)
-    if fmt == "csv":
-        return writers.table_csv(result)
-    if fmt == "markdown":
-        return writers.table_md(result, figure_files(result, settings) if settings else [])
-    return None
-
-
-def write_stdout(text: str) -> None:
-    """Put a document on stdout. A reader that left early (`sdpa … | head`) is not an error:
-    the rest is discarded quietly and the exit code stays what the run earned."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except OSError as e:  # BrokenPipeError: the reader left; others (/dev/full): say so
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        if not isinstance(e, BrokenPipeError):
-            raise RunError(f"cannot write the document to stdout: {e.strerror or e} (the run "
-                           "folder, if any, is written)") from None
-
-
-def emit(result: Result, settings: Settings, folder: Path | None) -> None:
-    """stdout carries exactly the requested document; people read stderr."""
-    text = document(result, settings.fmt, settings)
-    if text is not None:
-        write_stdout(text)
-    if not settings.quiet:
-        from sdpa_cli.report import terminal
-
-        terminal.show(result, folder, check=settings.check, wide=settings.wide,
-                      explain=settings.explain)
-    else:  # -q silences the report, never a failure: one line per failed check
-        for c in result.checks:
-            if not c.passed:
-                print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
+__all__ = ["Settings", "check_batch", "context", "document", "emit", "figure_files",
+           "finish_ci", "ready", "target_for", "write_run", "write_stdout"]

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.framework.audit import split_quantity
+from sdpa_cli.framework.result import AuditEntry
 from sdpa_cli.report.outcomes import Outcome
+from sdpa_cli.report.runfolder import write_special
 from sdpa_cli.report.unchanged import recorded
 from sdpa_cli.spec import yamlio
-from sdpa_cli.studies.audit import split_quantity
-from sdpa_cli.studies.result import AuditEntry
 
 
 @dataclass(frozen=True)
 class Finding:
     """One thing CI should flag, located in a spec file when sdpa knows where."""
-
     message: str
     file: str | None = None
     line: int | None = None
@@ -160,7 +160,6 @@ def append_step_summary(text: str) -> bool:
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return False
-    from sdpa_cli.report.runfolder import write_special
 
     # appended in place (GitHub's runner gives a file); never blocking on a FIFO
     write_special(target, text.encode("utf-8"), append=True)

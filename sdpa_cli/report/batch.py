@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from sdpa_cli.framework.result import json_header
 from sdpa_cli.report import collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
 from sdpa_cli.report.formatting import audit_number
@@ -17,7 +18,6 @@ from sdpa_cli.report.outcomes import STATUSES, Outcome
 from sdpa_cli.report.runfolder import write_batch
 from sdpa_cli.report.terminal import console
 from sdpa_cli.report.unchanged import recorded
-from sdpa_cli.studies.result import json_header
 
 
 def _name(o: Outcome) -> str:

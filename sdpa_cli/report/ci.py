@@ -8,6 +8,8 @@ from pathlib import Path
 
 from sdpa_cli.errors import Problem, RunError
 from sdpa_cli.report import annotate as ann
+from sdpa_cli.report.ci_files import write_report
+from sdpa_cli.report.junit import write_junit
 from sdpa_cli.report.outcomes import Outcome
 
 
@@ -16,8 +18,6 @@ def finish(outcomes: Sequence[Outcome], *, junit_xml: Path | None, annotate: str
     """Write and print what CI reads; annotations go to stderr (stdout keeps --format's
     document, and the GitHub runner reads workflow commands from both streams)."""
     if junit_xml is not None:
-        from sdpa_cli.report.junit import write_junit
-
         write_junit(junit_xml, outcomes, started=started)
     findings = None
     if ann.github_mode(annotate) == "github":
@@ -30,7 +30,7 @@ def finish(outcomes: Sequence[Outcome], *, junit_xml: Path | None, annotate: str
             raise RunError(f"GITHUB_STEP_SUMMARY: {e}") from None
     if codequality is not None:
         findings = findings if findings is not None else ann.outcome_findings(outcomes)
-        _write(codequality, ann.codequality(findings), "--codequality")
+        write_report(codequality, ann.codequality(findings), "--codequality")
 
 
 def bad_input(problems: Iterable[Problem], *, annotate: str | None,
@@ -47,27 +47,4 @@ def bad_input(problems: Iterable[Problem], *, annotate: str | None,
         except OSError as e:
             raise RunError(f"GITHUB_STEP_SUMMARY: cannot append: {e.strerror or e}") from None
     if codequality is not None:
-        _write(codequality, ann.codequality(findings), "--codequality")
-
-
-def report_path_problem(path: Path) -> str:
-    """Why a CI report may not go to `path` (inside an sdpa run folder, over a batch file)."""
-    from sdpa_cli.report import manifest
-    from sdpa_cli.report.runfolder import BATCH_FILES
-
-    return manifest.report_path_problem(path, BATCH_FILES)
-
-
-def _write(path: Path, text: str, flag: str) -> None:
-    from sdpa_cli.report.runfolder import write_atomic
-
-    why = report_path_problem(path)
-    if why:
-        raise RunError(f"{flag}: {why}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text.encode("utf-8"), follow=True)
-    except OSError as e:
-        raise RunError(f"{flag}: cannot write {path}: {e.strerror or e}") from None
-    except RunError as e:
-        raise RunError(f"{flag}: {e}") from None
+        write_report(codequality, ann.codequality(findings), "--codequality")

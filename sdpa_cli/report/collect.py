@@ -9,11 +9,11 @@ from typing import Any
 
 from sdpa_cli.documents import DOCUMENTS, document_of, place
 from sdpa_cli.errors import InputError
-from sdpa_cli.report import ownfiles
+from sdpa_cli.framework.result import Result
+from sdpa_cli.report import manifest, ownfiles
 from sdpa_cli.report.manifest import SELF_DIGEST
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.runfolder import MARKER
-from sdpa_cli.studies.result import Result
 
 RESULTS = "results.json"
 # The first line of every index.md sdpa writes: how a study command recognises a batch
@@ -25,7 +25,6 @@ INDEX_TITLE = "# sdpa: every experiment"
 class Entry:
     """One experiment of a batch report: its run folder as found on disk, and how this
     batch's run of it ended when the batch ran it."""
-
     name: str
     status: str  # passed, failed (a check failed), error (could not run), skipped, unreadable
     result: Result | None = None
@@ -57,8 +56,6 @@ def is_run_folder(folder: Path) -> bool:
 def is_batch_folder(root: Path) -> bool:
     """Whether `root` holds a batch index sdpa wrote and nobody changed since (so sdpa may
     rewrite it): its batch manifest lists index.md and report.html unchanged."""
-    from sdpa_cli.report import manifest
-
     if not (root / manifest.BATCH_NAME).is_file() or \
             manifest.batch_file_problem(root, ("index.md", "report.html")):
         return False

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from sdpa_cli.studies.result import Result, clean
+from sdpa_cli.framework.result import Result, clean
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

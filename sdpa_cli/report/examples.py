@@ -13,14 +13,13 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.report import terminal, writers
-from sdpa_cli.studies.result import Result, json_header
+from sdpa_cli.framework.result import Result, json_header
+from sdpa_cli.report import terminal, write_stdout, writers
 
 
 @dataclass(frozen=True)
 class Listed:
     """One example as --list shows it."""
-
     name: str
     description: str
     source: str
@@ -57,7 +56,6 @@ def listing_document(entries: Sequence[Listed], fmt: str) -> str:
 
 
 def show_listing(entries: Sequence[Listed], fmt: str) -> None:
-    from sdpa_cli.report import write_stdout
 
     write_stdout(listing_document(entries, fmt))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sdpa_cli.studies.result import Column
+from sdpa_cli.framework.result import Column
 
 # Columns that name a row (d, n, scaling, …) are always kept; after them, columns are kept
 # by priority (lower first), and columns without one by their position in the table.

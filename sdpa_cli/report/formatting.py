@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from sdpa_cli.studies.result import Column
+from sdpa_cli.framework.result import Column
 
 MISSING = "—"
 

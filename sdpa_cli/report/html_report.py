@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sdpa_cli.framework.result import Result, Table
 from sdpa_cli.report import provenance
 from sdpa_cli.report.collect import Entry, by_document
 from sdpa_cli.report.formatting import audit_number, cell, number
-from sdpa_cli.studies.result import Result, Table
 
 FOLD = 40  # tables of more rows are collapsed in <details> (opened by a click, no script)
 GENERATOR = "sdpa batch report"

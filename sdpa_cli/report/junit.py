@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sdpa_cli.framework.result import AuditEntry
+from sdpa_cli.report.ci_files import write_report
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.unchanged import recorded
-from sdpa_cli.studies.result import AuditEntry
 
 # XML 1.0 cannot hold most control characters, even escaped: a detail must not break the file.
 _BAD_XML = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32)], "?")
@@ -128,18 +129,4 @@ def junit_xml(outcomes: Sequence[Outcome], *, name: str = "sdpa",
 def write_junit(path: Path, outcomes: Sequence[Outcome], *, started: float | None = None
                 ) -> None:
     """Write the report where --junit-xml asks (its folder is made if missing)."""
-    from sdpa_cli.errors import RunError
-    from sdpa_cli.report.ci import report_path_problem
-    from sdpa_cli.report.runfolder import write_atomic
-
-    why = report_path_problem(path)
-    if why:  # checked before the run too (options.ci_settings); the run may have made it one
-        raise RunError(f"--junit-xml: {why}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, junit_xml(outcomes, started=started).encode("utf-8"),
-                     follow=True)
-    except OSError as e:
-        raise RunError(f"--junit-xml: cannot write {path}: {e.strerror or e}") from None
-    except RunError as e:
-        raise RunError(f"--junit-xml: {e}") from None
+    write_report(path, junit_xml(outcomes, started=started), "--junit-xml")

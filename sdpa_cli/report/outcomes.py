@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK
+from sdpa_cli.framework.result import Result
 from sdpa_cli.spec.common import SpecBase
-from sdpa_cli.studies.result import Result
 
 STATUSES = ("passed", "failed", "error", "skipped")
 

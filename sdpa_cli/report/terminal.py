@@ -13,9 +13,9 @@ from rich.panel import Panel as RichPanel
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from sdpa_cli.framework.result import AuditEntry, Result, Table
 from sdpa_cli.report.fit import fit
 from sdpa_cli.report.formatting import audit_number, cell
-from sdpa_cli.studies.result import AuditEntry, Result, Table
 
 
 def console(file=None) -> Console:

@@ -12,8 +12,8 @@ from typing import Any
 
 import sdpa_cli
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.framework.result import AuditEntry, Check
 from sdpa_cli.report import manifest, ownfiles
-from sdpa_cli.studies.result import AuditEntry, Check
 
 MANIFEST = "manifest.json"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from sdpa_cli.framework.result import Result, Table
 from sdpa_cli.report.formatting import audit_number, cell, csv_value, number
-from sdpa_cli.studies.result import Result, Table
 
 
 def results_json(result: Result) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
@@ -18,6 +19,7 @@ from pydantic import (
 )
 
 from sdpa_cli import names
+from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.scaling import Scaling
 
 NAME_PATTERN = names.PATTERN  # a folder name that cannot climb out
@@ -47,6 +49,10 @@ def _no_bool(kind: str) -> Any:
 Int = Annotated[int, _no_bool("a whole number")]
 Float = Annotated[float, _no_bool("a number")]
 PosInt = Annotated[int, _no_bool("a whole number"), Field(ge=1)]
+# How many standard errors a Monte Carlo check allows: every study that draws at random has
+# this field (its declaration is refused without it), typed once here.
+SeTolerance = Annotated[float, _no_bool("a number"),
+                        Field(gt=0, description="A check passes when |z| ≤ K (default 4).")]
 
 
 _MINUS_INF = {"-inf", "-.inf", "-infinity", "−inf", "−.inf"}
@@ -86,9 +92,21 @@ ScalingField = Annotated[
 ]
 
 
-def scalings(*labels: str) -> Any:
+def refuse_repeats(field: str, items: Sequence[Any], *, show: Callable[[Any], str] = repr
+                   ) -> None:
+    """The one check of a list that must not repeat an item (dims, keys, scalings by label,
+    optimisers, …): SpecFieldError at the second occurrence, `shown` as the message says it."""
+    seen: set[Any] = set()
+    for i, item in enumerate(items):
+        if item in seen:
+            raise SpecFieldError((field, i), f"{show(item)} is listed twice")
+        seen.add(item)
+
+
+def scalings(*labels: str, description: str | None = None) -> Any:
     """A default list of scaling rules (defaults are not validated, so parse them here)."""
-    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1)
+    return Field(default_factory=lambda: [Scaling.parse(x) for x in labels], min_length=1,
+                 description=description)
 
 
 # --- printed numbers ------------------------------------------------------------------------

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from sdpa_cli.studies.result import Figure
+from sdpa_cli.framework.result import Figure
 
 
-def render(figure: Figure, folder: Path, *, study: str, svg: bool = False,
+def render(figure: Figure, folder: Path, *, draw: Callable[[Figure], Any], svg: bool = False,
            dpi: int | None = None) -> list[Path]:
-    """Write folder/<name>.png (and .svg) with the renderer `study` registers for figure.kind;
-    returns the paths written."""
-    from sdpa_cli import registry
-    from sdpa_cli.report.figures import style
+    """Write folder/<name>.png (and .svg) with `draw`, the renderer the study declares for
+    figure.kind; returns the paths written."""
+    # Lazy on purpose: style loads matplotlib, which a run with --no-plots never needs.
+    from sdpa_cli.framework import figure_style as style
 
-    draw = registry.get(study).figures()[figure.kind]
     # At absurd inputs (score spreads of 1e±300, all-zero curves on log axes) matplotlib
     # complains about cosmetic limits while still drawing a correct, if empty, figure: keep
     # its warnings and NumPy's off the user's terminal. Real failures still raise.

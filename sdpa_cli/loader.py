@@ -1,0 +1,238 @@
+"""Load a spec: YAML text → the study's typed model, every problem as one line (exit 2)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from sdpa_cli import names, registry
+from sdpa_cli.errors import InputError, Problem, SpecFieldError
+from sdpa_cli.numerics.rng import fresh_entropy
+from sdpa_cli.spec import limits
+from sdpa_cli.spec.common import SpecBase
+from sdpa_cli.spec.yamlio import Document, field_name, parse, read_text
+
+
+def model_for(study: str) -> type[SpecBase]:
+    """The spec model the registry names for `study` (a name from registry.NAMES)."""
+    return registry.get(study).spec
+
+
+@dataclass
+class Origin:
+    """Where a spec's values came from, to point error messages at the right place."""
+
+    file: str | None = None
+    doc: Document | None = None
+    flags: dict[str, str] = field(default_factory=dict)  # field → flag that set it
+
+
+def read_document(path: Path) -> Document:
+    """Parse a spec file (no validation yet)."""
+    return parse(read_text(path), str(path))
+
+
+def load(
+    path: Path | None,
+    *,
+    study: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    flags: dict[str, str] | None = None,
+    default_name: str | None = None,
+) -> SpecBase:
+    """The resolved spec: built-in defaults < the YAML file < the flags.
+
+    `study` is the command's study (None for `sdpa run`, which reads it from the file).
+    Every problem raises InputError with one located line per problem.
+    """
+    origin = Origin(file=str(path) if path else None, flags=dict(flags or {}))
+    data: dict[str, Any] = {}
+    if path is not None:
+        origin.doc = read_document(path)
+        data = _with_printed_text(origin.doc)
+    given = data.get("study")
+    if study is None:
+        if given is None:
+            raise InputError(_problem(origin, ("study",), "missing; say which study this is: "
+                                      + ", ".join(registry.NAMES)))
+        study = given
+    elif given is not None and given != study:
+        raise InputError(_problem(origin, ("study",),
+                                  f"this spec is for {given!r}; run it with `sdpa {given}` or "
+                                  "`sdpa run`"))
+    if not isinstance(study, str) or study not in registry.NAMES:
+        raise InputError(_problem(origin, ("study",),
+                                  f"unknown study {study!r}{_did_you_mean(study, registry.NAMES)}; "
+                                  "one of " + ", ".join(registry.NAMES)))
+    data["study"] = study
+    data.update(overrides or {})
+    if data.get("name") is None:  # absent, or `name:` / `name: null`: from the file name
+        data["name"] = names.derive(path.stem if path is not None else (default_name or study))
+        why = names.check_derived(data["name"], path.name) if path is not None else None
+        if why:
+            raise InputError(Problem(why, file=str(path), field="name"))
+    cls = model_for(study)
+    if data.get("seed") is None and cls.needs_seed(data):
+        data["seed"] = fresh_entropy()
+    try:
+        resolved = cls.model_validate(data)
+        # the one place every resolved spec passes: work, memory and output guards
+        limits.check(resolved, registry.get(study).cost)
+        return resolved
+    except ValidationError as e:
+        raise InputError(_translate(e, cls, origin)) from None
+    except SpecFieldError as e:
+        raise InputError(_problem(origin, e.loc, e.message)) from None
+
+
+def _with_printed_text(doc: Document) -> dict[str, Any]:
+    """A copy of the data in which documented values keep their printed text ("0.9970")."""
+    data = dict(doc.data)
+    entries = data.get("documented")
+    if not isinstance(entries, list):
+        return data
+    fixed = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict) and "value" in entry:
+            entry = dict(entry)
+            entry["value"] = _texts(entry["value"], ("documented", i, "value"), doc)
+        fixed.append(entry)
+    data["documented"] = fixed
+    return data
+
+
+def _texts(value: Any, path: tuple[str | int, ...], doc: Document) -> Any:
+    if isinstance(value, list):
+        return [_texts(v, (*path, i), doc) for i, v in enumerate(value)]
+    if isinstance(value, int | float) and not isinstance(value, bool) and path in doc.texts:
+        return doc.texts[path]
+    return value
+
+
+def _problem(origin: Origin, loc: tuple[str | int, ...], message: str, *,
+             key: bool = False) -> Problem:
+    top = loc[0] if loc else None
+    name = field_name(loc) or None
+    if isinstance(top, str) and top in origin.flags:
+        return Problem(message, flag=origin.flags[top], field=name)
+    if origin.doc is not None:
+        line, col = origin.doc.where(loc, key=key)
+        return Problem(message, file=origin.file, line=line, col=col, field=name)
+    return Problem(message, file=origin.file, field=name)
+
+
+def _did_you_mean(word: Any, choices: typing.Iterable[str]) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _translate(e: ValidationError, cls: type[BaseModel], origin: Origin) -> list[Problem]:
+    errors = e.errors(include_url=False)
+    # A misspelt key is one mistake, not two: when the did-you-mean of an unknown key names
+    # a missing field of the same mapping, report only the unknown key.
+    suggested = set()
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            loc = tuple(err["loc"])
+            close = difflib.get_close_matches(str(loc[-1]), _fields_at(cls, loc[:-1]), n=1,
+                                              cutoff=0.6)
+            if close:
+                suggested.add((*loc[:-1], close[0]))
+    problems = []
+    for err in errors:
+        if err["type"] == "missing" and tuple(err["loc"]) in suggested:
+            continue
+        loc = tuple(err["loc"])
+        kind = err["type"]
+        ctx = err.get("ctx") or {}
+        value = err.get("input")
+        if kind == "extra_forbidden":
+            fields = _fields_at(cls, loc[:-1])
+            msg = f"unknown key{_did_you_mean(loc[-1], fields)}"
+            problems.append(_problem(origin, loc, msg, key=True))
+            continue
+        problems.append(_problem(origin, loc, _message(kind, err["msg"], ctx, value)))
+    return sorted(problems, key=lambda p: (p.line or 0, p.col or 0))
+
+
+def _message(kind: str, msg: str, ctx: dict[str, Any], value: Any) -> str:
+    """Pydantic's message, reworded for people writing YAML."""
+    got = f", got {_show(value)}"
+    if kind == "missing":
+        return "is required"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤",
+                "less_than": "<"}[kind]
+        bound = next(iter(ctx.values()))
+        return f"must be {sign} {bound:g}{got}" if isinstance(bound, float) else \
+            f"must be {sign} {bound}{got}"
+    if kind == "int_parsing_size":  # beyond Python's digit limit or a 64-bit field
+        return f"is too large a whole number{got}"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"must be a whole number{got}"
+    if kind in ("float_parsing", "float_type"):
+        return f"must be a number{got}"
+    if kind == "finite_number":
+        return f"must be a finite number{got}"
+    if kind == "literal_error":
+        expected = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        return (f"must be one of {', '.join(expected)}{got}"
+                f"{_did_you_mean(value, expected) if isinstance(value, str) else ''}")
+    if kind == "too_short":
+        return "must not be empty" if ctx.get("min_length") == 1 else msg.lower()
+    if kind == "list_type":
+        return f"must be a list (write [a, b, c]){got}"
+    if kind in ("string_type", "string_pattern_mismatch"):
+        if kind == "string_pattern_mismatch" and "A-Za-z0-9" in str(ctx.get("pattern")):
+            return ("must be a plain folder name (letters, digits, '.', '_', '-'; not '..' or a "
+                    f"path){got}")
+        return f"must be text{got}" if kind == "string_type" else f"{msg}{got}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"must be true or false{got}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"must be a mapping (key: value lines){got}"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
+    return f"{msg[:1].lower()}{msg[1:]}{got}"
+
+
+def _fields_at(cls: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
+    """Field names of the model found at `loc` inside cls (for did-you-mean)."""
+    current: Any = cls
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return []
+        current = _model_in(info.annotation)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    """The BaseModel class inside list[...] / X | None / Annotated[...], if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (list, typing.Union, types.UnionType, typing.Annotated):
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None

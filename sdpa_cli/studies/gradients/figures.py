@@ -1,0 +1,89 @@
+"""Figures of the gradients study: each gradient norm versus d_k, and the frozen-row share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from sdpa_cli.framework import figure_style as style
+from sdpa_cli.framework.result import Figure
+
+PANELS = (("wq", "‖∂L/∂W_Q‖_F"), ("wk", "‖∂L/∂W_K‖_F"), ("wv", "‖∂L/∂W_V‖_F"),
+          ("x", "‖∂L/∂X‖_F"))
+NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "x": "X"}
+
+
+def _arr(values: Sequence[Any]) -> np.ndarray:
+    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _dim_ticks(ax: Axes, dims: list[float]) -> None:
+    ax.set_xscale("log")
+    ax.set_xticks(dims, [f"{d:g}" for d in dims])
+    ax.minorticks_off()
+    ax.set_xlim(dims[0] / 1.6, dims[-1] * 1.6)  # one d_k alone sits in the middle
+
+
+def draw_norms(figure: Figure) -> Any:  # a matplotlib Figure
+    """2 × 2 panels on log-log axes, one line per rule: mean ± 2 se (solid, with bars) and the
+    median (dashed, same colour); each title gives the rules' fitted slopes."""
+    series = figure.data["series"]
+    dims = sorted({float(d) for s in series for d in s["dims"]})
+    fig, axes = style.new(12.5, 8.2, 2, 2)
+    handles: list[Any] = []
+    for (key, label), ax in zip(PANELS, axes.ravel(), strict=True):
+        slopes: list[str] = []
+        for i, s in enumerate(series):
+            c = style.color(i)
+            x = np.asarray(s["dims"], dtype=float)
+            mean, se, med = (_arr(s[key][k]) for k in ("mean", "se", "median"))
+            ok = np.isfinite(mean) & (mean > 0)
+            # On log axes a bar reaching below zero is drawn down to just above zero.
+            low = np.minimum(2.0 * se, mean * 0.999)
+            slope = s["slopes"].get(NAMES[key])
+            if slope is not None:
+                text = f"{slope:.2f}".replace("-0.00", "0.00").replace("-", "−")
+                slopes.append(f"{s['scaling']} {text}")
+            bars = ax.errorbar(x[ok], mean[ok], yerr=[low[ok], 2.0 * se[ok]], fmt="o-",
+                               color=c, ms=4, lw=1.3, capsize=3,
+                               label=f"{s['scaling']}: mean")
+            good = np.isfinite(med) & (med > 0)
+            (line,) = ax.plot(x[good], med[good], ls="--", color=c, lw=1.0, marker="x", ms=4,
+                              label=f"{s['scaling']}: median")
+            if key == "wq":  # the legend lists each rule's mean, then its median
+                handles += [bars, line]
+        _dim_ticks(ax, dims)
+        ax.set_yscale("log")
+        ax.set_xlabel("d_k (log scale)")
+        ax.set_ylabel(f"{label} (log scale)")
+        # three rules a line: with many rules one line ran off the canvas into the next panel
+        rows = [", ".join(slopes[i:i + 3]) for i in range(0, len(slopes), 3)]
+        fitted = "\nlog-log slope of the mean: " + ",\n".join(rows) if slopes else ""
+        ax.set_title(f"{label} per trial{fitted}", fontsize=9)
+    axes[0][1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      borderaxespad=0.0, fontsize=8)
+    fig.suptitle(f"{figure.title}\n{figure.data['sizes']}")
+    return fig
+
+
+def draw_frozen(figure: Figure) -> Any:  # a matplotlib Figure
+    """Share of score rows whose softmax Jacobian is below the threshold, ± 2 se."""
+    series = figure.data["series"]
+    dims = sorted({float(d) for s in series for d in s["dims"]})
+    fig, axes = style.new(8.6, 4.8)
+    ax = axes[0][0]
+    for i, s in enumerate(series):
+        x = np.asarray(s["dims"], dtype=float)
+        share, se = _arr(s["frozen"]), _arr(s["frozen_se"])
+        ax.errorbar(x, share, yerr=2.0 * se, fmt="o-", color=style.color(i), ms=4, lw=1.3,
+                    capsize=3, label=s["scaling"])
+    _dim_ticks(ax, dims)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("d_k (log scale)")
+    ax.set_ylabel(f"share of rows with ‖J‖_F < {style.num(figure.data['below'])}")
+    ax.set_title(f"{figure.title}\n{figure.data['sizes']}", fontsize=10)
+    style.legend_outside(ax)
+    return fig

@@ -1,0 +1,29 @@
+"""The jacobian study: the softmax Jacobian diag(p) − ppᵀ as scores grow."""
+
+from sdpa_cli.framework.declaration import Flag, Study
+from sdpa_cli.studies.jacobian import run
+from sdpa_cli.studies.saturation import FIGURES, METAVARS, cost, saturation_rows
+from sdpa_cli.studies.saturation.spec import JacobianSpec
+
+STUDY = Study(
+    name="jacobian",
+    spec=JacobianSpec,
+    run=run.run,
+    rows=saturation_rows.JACOBIAN_ROWS,
+    figures=FIGURES,
+    cost=cost.cost,
+    documented_problem=run.documented_problem,
+    examples=({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
+              {"dims": [16, 64], "keys": [8], "trials": 60},
+              {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
+              {"margin": 2.0, "keys": [4, 8], "dim": 16}),
+    description=(
+        "The softmax Jacobian J = diag(p) − ppᵀ as scores grow: vanishing gradients.\n\n"
+        "Same score sources as softmax-sweep. With --score-stds it also finds, per n, the "
+        "spread s* where the mean ‖J‖_F peaks, beside √(2 ln n), and draws the phase diagram."),
+    usage=("sdpa jacobian --scores 1 0.5 0 -0.5 --scales 1 5 10 20",
+           "sdpa jacobian --score-stds 0.25 0.5 1 2 4 8 16 --keys 16 128 1024 --trials 20000",
+           "sdpa jacobian --dims 16 64 256 1024 --keys 10 --scalings none sqrt linear"),
+    flags={k: Flag(v) for k, v in METAVARS.items() if k != "threshold"},
+    no_flag=("refine_peak",),
+)

@@ -1,0 +1,351 @@
+"""Study: the softmax Jacobian J = diag(p) − ppᵀ as the scores grow: vanishing gradients."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sdpa_cli.framework.common import assemble, finite, law_of, row_lookup
+from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
+from sdpa_cli.numerics import score_rows as sat
+from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
+from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.jacobian import peaks as peaks_of
+from sdpa_cli.studies.saturation import gauss_slopes, keys_axis, score_findings, score_text
+from sdpa_cli.studies.saturation import rule_tables as rtab
+from sdpa_cli.studies.saturation import score_cells as shared
+from sdpa_cli.studies.saturation import score_draws as draws
+from sdpa_cli.studies.saturation.saturation_rows import (
+    JACOBIAN_FIELDS,
+    JACOBIAN_STATS,
+    Freezing,
+    JacobianExplicitRow,
+    JacobianGaussianRow,
+    JacobianStats,
+    JacobianVectorRow,
+    PeakRow,
+    RuleKey,
+    stats_of,
+)
+from sdpa_cli.studies.saturation.spec import JacobianSpec
+
+EXPLICIT_COLUMNS = (
+    Column("scale", "scale"),
+    Column("max_prob", "max weight"),
+    Column("max_abs_jacobian", "max |J_ij|"),
+    Column("frobenius", "‖J‖_F"),
+    Column("spectral", "λ_max(J)"),
+    Column("trace", "trace J"),
+)
+EXPLICIT_RULE_COLUMNS = (Column("scaling", "scaling", "text"), *EXPLICIT_COLUMNS)
+VECTOR_COLUMNS = (
+    Column("dim", "d", "int"),
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("implied_score_std", "implied s"),
+    Column("mean_frobenius", "mean ‖J‖_F"),
+    Column("mean_frobenius_se", "se"),
+    Column("median_frobenius", "median ‖J‖_F"),
+    Column("mean_max_abs_jacobian", "mean max|J|"),
+    Column("mean_entropy", "mean entropy"),
+)
+GAUSSIAN_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("score_std", "s"),
+    Column("s_over_freezing", "s/√(2 ln n)", "f2"),
+    Column("mean_frobenius", "mean ‖J‖_F"),
+    Column("mean_frobenius_se", "se"),
+    Column("median_frobenius", "median ‖J‖_F"),
+    Column("mean_max_abs_jacobian", "mean max|J|"),
+    Column("mean_entropy", "mean entropy"),
+)
+PEAK_COLUMNS = (
+    Column("keys", "n", "int"),
+    Column("s_star", "s*"),
+    Column("s_star_se", "se"),
+    Column("sqrt_2_ln_n", "√(2 ln n)"),
+    Column("ratio", "s*/√(2 ln n)", "f2"),
+    Column("peak_mean_frobenius", "peak mean ‖J‖_F"),
+    Column("frobenius_uniform", "√(n−1)/n"),
+    Column("at_edge", "at grid edge"),
+)
+
+SLOPE_QUANTITIES = ("score_std", "self_score_mean", "mean_frobenius")
+SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
+LEADING_COLUMNS = rtab.LEADING_COLUMNS
+FIELDS = JACOBIAN_FIELDS  # by score source
+
+SMALL_MATRIX = 12  # J itself is drawn (and kept in the figure data) up to this many keys
+
+
+def plan_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
+    return shared.plan_keys(spec)
+
+
+def documented_problem(spec: JacobianSpec, entry: Documented) -> str | None:
+    return shared.documented_problem(spec, entry, FIELDS.__getitem__)
+
+
+def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
+    source = spec.score_source
+    checks: list[Check] = []
+    tables: list[Table] = []
+    notes: list[str] = []
+    rows: Sequence[Mapping[str, Any]]
+    found_peaks: list[Mapping[str, Any]] = []
+    if source == "leading":
+        leading = rtab.leading_rows(spec)
+        rows = [as_row(r) for r in leading]
+        columns: tuple[Column, ...] = LEADING_COLUMNS
+        figures = [rtab.leading_figure(spec, leading)]
+        title = "Softmax Jacobian with one key leading n − 1 ties, versus n (exact)"
+    elif source == "explicit":
+        explicit = _explicit_rows(spec)
+        rows = [as_row(r) for r in explicit]
+        columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
+        figures = [_vs_scale_figure(spec, explicit)] if ctx.figures else []
+        title = "Softmax Jacobian of explicit scores as they are scaled"
+    elif source == "vectors":
+        vector, checks, figures = _vector_run(spec, ctx)
+        rows = [as_row(r) for r in vector]
+        more_tables, more_checks, more_figures = keys_axis.coordinate_checks(
+            spec, rows, d_quantities=SLOPE_QUANTITIES, d_columns=SLOPE_COLUMNS,
+            jacobian=True, se_tolerance=spec.se_tolerance)
+        tables += more_tables
+        checks += more_checks
+        figures += more_figures
+        columns = VECTOR_COLUMNS
+        title = keys_axis.table_title("Softmax Jacobian", spec)
+        if spec.mask == "causal":
+            notes.append("causal mask: the first query has one key, so its J is exactly 0.")
+    else:
+        gaussian, checks, peaks = _gaussian_run(spec, ctx)
+        rows = [as_row(r) for r in gaussian]
+        columns = GAUSSIAN_COLUMNS
+        title = "Softmax Jacobian of n iid N(0, s²) scores versus s"
+        found_peaks = [as_row(p) for p in peaks]
+        tables.append(Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
+                            tuple(found_peaks)))
+        more_tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=True)
+        tables += more_tables
+        checks += more_checks
+        figures = [_vs_std_figure(spec, gaussian, peaks)]
+        if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
+            figures.append(_phase_figure(spec, gaussian, peaks))
+        notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
+    return assemble(spec, study="jacobian", title=title,
+                    table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
+                    lookup=row_lookup(rows),
+                    theory=score_text.theory_lines(spec, jacobian=True),
+                    expect=score_text.expect_lines(spec, jacobian=True),
+                    findings=score_findings.findings(source, rows, jacobian=True,
+                                                     peaks=found_peaks),
+                    notes=notes, figures=figures if ctx.figures else [], tables=tables)
+
+
+# --- source 1 -----------------------------------------------------------------------------
+
+
+def _explicit_rows(spec: JacobianSpec) -> list[JacobianExplicitRow]:
+    z = np.asarray(spec.scores, dtype=float)
+    rows = []
+    for m in shared.multipliers(spec):
+        zz, c = shared.explicit_input(z, m)
+        p = softmax(zz, c)
+        norms = jacobian_norms(p)
+        rows.append(JacobianExplicitRow(
+            key=shared.explicit_key(spec, m),
+            temperature=finite(1.0 / m.scale),
+            scores=[finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
+            probs=p.tolist(),
+            max_prob=float(p.max()),
+            max_abs_jacobian=float(norms["max_abs"]),
+            frobenius=float(norms["frobenius"]),
+            spectral=float(sat.jacobian_spectral(p)[0]),
+            trace=float(norms["trace"]),
+            entropy=float(entropy(zz, c)),
+        ))
+    return rows
+
+
+def _vs_scale_figure(spec: JacobianSpec, rows: list[JacobianExplicitRow]) -> Figure:
+    formulas = {s.label: s.formula for s in spec.scalings}
+    n = len(spec.scores or [])
+    points = []
+    for r in rows:
+        formula = formulas.get(r.key.scaling) if isinstance(r.key, RuleKey) else None
+        label = formula or f"×{r.key.scale:g}"
+        point: dict[str, Any] = {
+            "label": label, "scale": r.key.scale, "max_prob": r.max_prob,
+            "max_abs_jacobian": r.max_abs_jacobian, "frobenius": r.frobenius,
+            "spectral": r.spectral}
+        if n <= SMALL_MATRIX:
+            point["matrix"] = jacobian(np.asarray(r.probs)).tolist()
+        points.append(point)
+    return Figure("jacobian_vs_scale", "saturation.jacobian_vs_scale",
+                  "Size of the softmax Jacobian as the scores are scaled",
+                  {"points": points, "n": n, "scores": list(spec.scores or [])},
+                  caption="Follow ‖J‖_F as the scores are scaled up: once one weight takes "
+                          "nearly everything, it falls towards zero, and the gradient with it.")
+
+
+# --- source 2 -----------------------------------------------------------------------------
+
+
+def _vector_run(spec: JacobianSpec, ctx: RunContext
+                ) -> tuple[list[JacobianVectorRow], list[Check], list[Figure]]:
+    law, unit = law_of(spec)
+    rows: list[JacobianVectorRow] = []
+    checks: list[Check] = []
+    grid = [(i, d, j, n) for i, d in enumerate(spec.dim_list)
+            for j, n in enumerate(spec.key_list)]
+    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
+    for i, d, j, n in grid:  # the threads or the cluster
+        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
+                                     (i, j), threshold=None, jacobian=True, keep_first=False))
+        if spec.additive:
+            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=None,
+                                           jacobian=True))
+    cells = iter(draws.run_cells(jobs, ctx))
+    for _i, d, _j, n in grid:
+        cell = next(cells)
+        cell_rows = [
+            _vector_row(shared.vector_parts(spec, law, unit, d, n, scaling, cell), measured, n)
+            for scaling, measured in zip(spec.scalings, cell.measured, strict=True)]
+        rows.extend(cell_rows)
+        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows],
+                                         spec.se_tolerance))
+        if spec.additive:
+            add = next(cells)
+            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0], n)
+            rows.append(row)
+            if row.scores.theory_score_var is not None:
+                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores,
+                                                 spec.se_tolerance))
+    figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
+    return rows, checks, figures
+
+
+def _vector_row(parts: shared.CellParts, measured: draws.Measured, n: int
+                ) -> JacobianVectorRow:
+    med, med_se = _median(measured)
+    return JacobianVectorRow(
+        head=parts.head, stats=stats_of(JacobianStats, measured, JACOBIAN_STATS),
+        freezing=parts.freezing, scores=parts.scores, median_frobenius=med,
+        median_frobenius_se=med_se, frobenius_uniform=sat.uniform_frobenius(n))
+
+
+def _median(measured: draws.Measured) -> tuple[float | None, float | None]:
+    assert measured.median_frobenius is not None
+    med, se = measured.median_frobenius
+    return finite(med), finite(se)
+
+
+def _vs_dim_figure(spec: JacobianSpec, rows: list[JacobianVectorRow]) -> Figure:
+    curves = []
+    for n in spec.key_list:
+        for label, formula in shared.curve_labels(spec):
+            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
+            curves.append({
+                "keys": n, "scaling": label, "formula": formula,
+                "dims": [r.head.dim for r in pts],
+                "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+                "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+                "median_frobenius": [r.median_frobenius for r in pts],
+            })
+    return Figure("jacobian_vs_dim", "saturation.jacobian_vs_dim",
+                  "Mean ‖J‖_F of each attention row versus d_k",
+                  {"curves": curves,
+                   "uniform": {n: sat.uniform_frobenius(n) for n in spec.key_list},
+                   "trials": spec.trials, "se_k": 2.0})
+
+
+# --- source 3 -----------------------------------------------------------------------------
+
+
+def _gaussian_run(spec: JacobianSpec, ctx: RunContext
+                  ) -> tuple[list[JacobianGaussianRow], list[Check], list[PeakRow]]:
+    rows: list[JacobianGaussianRow] = []
+    checks: list[Check] = []
+    peaks: list[PeakRow] = []
+    brackets: list[tuple[float, float] | None] = []
+    stds = list(spec.score_stds or [])
+    cells = draws.run_cells([draws.gaussian_job(spec, n, (j,), threshold=None, jacobian=True)
+                             for j, n in enumerate(spec.key_list)], ctx)
+    for n, cell in zip(spec.key_list, cells, strict=True):
+        cell_rows = []
+        for s, measured in zip(stds, cell.measured, strict=True):
+            med, med_se = _median(measured)
+            cell_rows.append(JacobianGaussianRow(
+                keys=n, score_std=s, trials=cell.trials,
+                stats=stats_of(JacobianStats, measured, JACOBIAN_STATS),
+                freezing=Freezing.at(n, s, True), median_frobenius=med,
+                median_frobenius_se=med_se, frobenius_uniform=sat.uniform_frobenius(n)))
+        rows.extend(cell_rows)
+        checks.append(shared.gaussian_check(n, stds, cell, spec.se_tolerance))
+        peaks.append(peaks_of.grid_peak(n, cell_rows))
+        brackets.append(peaks_of.bracket(spec, cell_rows))
+    return rows, checks, peaks_of.refined(spec, peaks, brackets, ctx)
+
+
+def _vs_std_figure(spec: JacobianSpec, rows: list[JacobianGaussianRow],
+                   peaks: list[PeakRow]) -> Figure:
+    curves = []
+    for n, peak in zip(spec.key_list, peaks, strict=True):
+        pts = [r for r in rows if r.keys == n]
+        curves.append({
+            "keys": n,
+            "score_std": [r.score_std for r in pts],
+            "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+            "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+            "median_frobenius": [r.median_frobenius for r in pts],
+            "uniform": sat.uniform_frobenius(n),
+            "freezing": sat.freezing_std(n),
+            "s_star": peak.s_star, "peak": peak.fitted_peak,
+            "at_edge": peak.at_edge,
+        })
+    return Figure("frobenius_vs_std", "saturation.frobenius_vs_std",
+                  "Mean ‖J‖_F of softmax of n iid N(0, s²) scores versus s",
+                  {"curves": curves, "trials": spec.trials, "se_k": 2.0},
+                  caption="‖J‖_F is small at both ends, near-uniform weights (small s) and "
+                          "near one-hot weights (large s), and largest in between.")
+
+
+def _phase_figure(spec: JacobianSpec, rows: list[JacobianGaussianRow],
+                  peaks: list[PeakRow]) -> Figure:
+    stds = sorted(spec.score_stds or [])
+    keys = sorted(spec.key_list)
+    by = {(r.keys, r.score_std): r for r in rows}
+    entropy_ratio = [[_ratio(by[(n, s)].stats.mean_entropy, math.log(n)) for s in stds]
+                     for n in keys]
+    peak_of = {p.keys: p for p in peaks}
+    frob_ratio = [[_ratio(by[(n, s)].stats.mean_frobenius, peak_of[n].peak_mean_frobenius)
+                   for s in stds] for n in keys]
+    grid = np.geomspace(keys[0], keys[-1], 200)
+    return Figure(
+        "phase_diagram", "saturation.phase_diagram",
+        "Softmax of n iid N(0, s²) scores: where weights freeze and gradients vanish",
+        {
+            "score_stds": stds, "keys": keys,
+            "entropy_ratio": entropy_ratio, "frobenius_ratio": frob_ratio,
+            "freezing_curve": {"keys": grid.tolist(),
+                               "s": [sat.freezing_std(float(n)) for n in grid]},
+            "s_star": [{"keys": p.keys, "s": p.s_star, "at_edge": p.at_edge}
+                       for p in peaks],
+            "marks": [{"label": "scaled (÷√d): s = 1", "s": 1.0}] + [
+                {"label": f"unscaled, d = {d}: s = √{d} = {math.sqrt(d):.3g}",
+                 "s": math.sqrt(d)} for d in spec.mark_dims
+            ],
+            "trials": spec.trials,
+        },
+    )
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b

@@ -1,0 +1,24 @@
+"""What softmax-sweep and jacobian share: the score sources, their cells, rows and figures."""
+
+SAT = "sdpa_cli.studies.saturation."
+# Figure.kind → renderer, for both studies (each draws the kinds its score source makes).
+FIGURES: dict[str, str] = {
+    "saturation.weights_by_scale": SAT + "saturation_figures:draw_weights_by_scale",
+    "saturation.vs_dim": SAT + "saturation_figures:draw_vs_dim",
+    "saturation.attention_picture": SAT + "saturation_figures:draw_attention_picture",
+    "saturation.vs_std": SAT + "saturation_figures:draw_vs_std",
+    "saturation.jacobian_vs_scale": SAT + "jacobian_figures:draw_jacobian_vs_scale",
+    "saturation.jacobian_vs_dim": SAT + "jacobian_figures:draw_jacobian_vs_dim",
+    "saturation.frobenius_vs_std": SAT + "jacobian_figures:draw_frobenius_vs_std",
+    "saturation.phase_diagram": SAT + "jacobian_figures:draw_phase_diagram",
+    "rules.leading_keys": SAT + "rules_figures:draw_leading_keys",
+    "rules.rem_participation": SAT + "rules_figures:draw_rem_participation",
+    "rules.vs_keys": SAT + "rules_figures:draw_vs_keys",
+}
+# How the score-source fields read as flags of both commands (the rest are derived).
+METAVARS: dict[str, str] = {
+    "scores": "Z [Z ...]", "scales": "C [C ...]", "dim": "D", "dims": "D [D ...]",
+    "heads": "H", "score_stds": "S [S ...]", "margin": "G", "scalings": "RULE [RULE ...]",
+    "distribution": "LAW", "correlation": "R", "mask": "M", "additive": "H", "se_tolerance": "K",
+    "threshold": "T", "mark_dims": "D [D ...]",
+}

@@ -1,0 +1,29 @@
+"""The softmax-sweep study: softmax weights as scores grow (largest weight, entropy)."""
+
+from sdpa_cli.framework.declaration import Flag, Study
+from sdpa_cli.studies.saturation import FIGURES, METAVARS, cost, saturation_rows
+from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
+from sdpa_cli.studies.softmax_sweep import run
+
+STUDY = Study(
+    name="softmax-sweep",
+    spec=SoftmaxSweepSpec,
+    run=run.run,
+    rows=saturation_rows.SWEEP_ROWS,
+    figures=FIGURES,
+    cost=cost.cost,
+    documented_problem=run.documented_problem,
+    examples=({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
+              {"dims": [16, 64], "keys": [8], "trials": 60},
+              {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
+              {"margin": 2.0, "keys": [4, 8], "dim": 16}),
+    description=(
+        "Softmax weights as scores grow: largest weight, entropy, saturation.\n\n"
+        "Scores come from exactly one source: explicit scores times multipliers (--scores), "
+        "random queries and keys under each scaling rule (--dims or --d-model/--heads), or "
+        "random N(0, s²) scores (--score-stds)."),
+    usage=("sdpa softmax-sweep --scores 1 0.5 0 -0.5 --scales 1 5 10 20 50",
+           "sdpa softmax-sweep --dims 16 64 256 1024 --keys 10 --scalings none sqrt",
+           "sdpa softmax-sweep --score-stds 0.5 1 2 4 8 --keys 16 1024 --format json"),
+    flags={k: Flag(v) for k, v in METAVARS.items() if k != "mark_dims"},
+)

@@ -1,0 +1,141 @@
+"""Figures of the train study: loss curves, query-row entropy and largest |score|, loss vs lr."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sdpa_cli.framework import figure_style as style
+from sdpa_cli.framework.result import Figure
+from sdpa_cli.studies.train.spec import optimiser_name
+
+LOG_SPAN = 20.0  # a log axis only when the values span more than this factor
+
+
+def _arr(values: Sequence[Any]) -> np.ndarray:
+    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _grid(data: Mapping[str, Any], rows: Sequence[str]):
+    dims = data["dims"]
+    fig, axes = style.new(3.3 * len(dims) + 2.2, 2.7 * len(rows) + 0.9, len(rows), len(dims))
+    return fig, axes, dims
+
+
+def _curve(data: Mapping[str, Any], dim: int, rule: str, opt: str) -> dict[str, Any] | None:
+    for c in data["curves"]:
+        if (c["dim"], c["scaling"], c["optimiser"]) == (dim, rule, opt):
+            return c
+    return None
+
+
+def _log_if_wide(ax, values: np.ndarray, what: str) -> str:
+    """Set a log y-axis when positive values span more than LOG_SPAN; the label says which."""
+    v = values[np.isfinite(values) & (values > 0)]
+    if v.size and v.max() / v.min() > LOG_SPAN:
+        ax.set_yscale("log")
+        return f"{what} (log scale)"
+    return what
+
+
+def _label(data: Mapping[str, Any], i: int) -> str:
+    rule, formula = data["scalings"][i], data["formulas"][i]
+    return "unscaled (q·k)" if rule == "none" else formula
+
+
+def draw_loss_curves(figure: Figure):
+    data = figure.data
+    opts = data["optimisers"]
+    fig, axes, dims = _grid(data, opts)
+    for r, opt in enumerate(opts):
+        for col, dim in enumerate(dims):
+            ax = axes[r][col]
+            seen = []
+            for i, rule in enumerate(data["scalings"]):
+                c = _curve(data, dim, rule, opt)
+                if c is None:
+                    continue
+                steps = np.asarray(c["steps"], dtype=float)
+                med, lo, hi = _arr(c["loss"]), _arr(c["loss_lo"]), _arr(c["loss_hi"])
+                ax.fill_between(steps, lo, hi, color=style.color(i), alpha=0.18, lw=0)
+                ax.plot(steps, med, color=style.color(i),
+                        label=f"{_label(data, i)}, lr {style.num(c['lr'])}")
+                seen.extend([*med, *lo, *hi])
+            ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
+            ax.set_ylabel(_log_if_wide(ax, np.asarray([*seen, data["chance"]]),
+                                       "training loss (nats)"))
+            ax.set_xlabel("step")
+            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
+        style.legend_outside(axes[r][-1])
+    fig.suptitle(f"{figure.title}\nline: median of {data['seeds']} seeds; band: their range; "
+                 f"each point a mean over {data['log_every']} steps of {data['batch']} "
+                 "sequences", fontsize=10)
+    return fig
+
+
+def draw_traces(figure: Figure):
+    data = figure.data
+    opts = data["optimisers"]
+    rows = [(opt, what) for opt in opts for what in ("entropy", "max_score")]
+    fig, axes, dims = _grid(data, [f"{o} {w}" for o, w in rows])
+    ln_n = float(np.log(data["keys"]))
+    for r, (opt, what) in enumerate(rows):
+        for col, dim in enumerate(dims):
+            ax = axes[r][col]
+            seen = []
+            for i, rule in enumerate(data["scalings"]):
+                c = _curve(data, dim, rule, opt)
+                if c is None:
+                    continue
+                steps = np.asarray(c["steps"], dtype=float)
+                med = _arr(c[what])
+                ax.fill_between(steps, _arr(c[f"{what}_lo"]), _arr(c[f"{what}_hi"]),
+                                color=style.color(i), alpha=0.15, lw=0)
+                ax.plot(steps, med, color=style.color(i), label=_label(data, i))
+                seen.extend([*_arr(c[f"{what}_lo"]), *_arr(c[f"{what}_hi"])])
+            if what == "entropy":
+                ax.axhline(ln_n, color="0.4", ls="--", lw=0.9, label="uniform: ln n")
+                ax.set_ylabel("query-row entropy (nats)")
+                ax.set_ylim(bottom=0)
+            else:
+                ax.set_ylabel(_log_if_wide(ax, np.asarray(seen), "largest |score|"))
+            ax.set_xlabel("step")
+            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
+        style.legend_outside(axes[r][-1])
+    fig.suptitle(f"{figure.title}\nn = {data['keys']} rows per sequence; median and range "
+                 f"over {data['seeds']} seeds at each rule's best rate", fontsize=10)
+    return fig
+
+
+def draw_loss_vs_lr(figure: Figure):
+    data = figure.data
+    opts = data["optimisers"]
+    fig, axes, dims = _grid(data, opts)
+    for r, opt in enumerate(opts):
+        for col, dim in enumerate(dims):
+            ax = axes[r][col]
+            for i, rule in enumerate(data["scalings"]):
+                pts = sorted((p for p in data["points"] if (p["dim"], p["scaling"],
+                              p["optimiser"]) == (dim, rule, opt)), key=lambda p: p["lr"])
+                if not pts:
+                    continue
+                lr = _arr([p["lr"] for p in pts])
+                med = _arr([p["final_loss_median"] for p in pts])
+                lo = _arr([p["final_loss_lo"] for p in pts])
+                hi = _arr([p["final_loss_hi"] for p in pts])
+                ax.errorbar(lr, med, yerr=[np.clip(med - lo, 0, None),
+                                           np.clip(hi - med, 0, None)],
+                            color=style.color(i), marker="o", ms=4, capsize=2,
+                            label=_label(data, i))
+            ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
+            ax.set_xscale("log")
+            ax.set_xlabel("learning rate (log scale)")
+            ax.set_ylabel("final loss (nats)")
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
+        style.legend_outside(axes[r][-1])
+    fig.suptitle(f"{figure.title}\nmedian and range over {data['seeds']} seeds; a missing "
+                 "point diverged", fontsize=10)
+    return fig

@@ -1,0 +1,80 @@
+"""What a worked-example spec costs, and the numbers its exact arithmetic can hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.spec.limits import Cost, Loc, table_cost
+
+
+def cost(spec: Any) -> Cost:
+    """Exact arithmetic on a page of numbers (at most spec.worked.MAX_ENTRIES per matrix):
+    no budget to speak of, but every product, quotient and square it forms must stay a
+    finite float64, so numbers whose arithmetic would overflow are refused here."""
+    numbers = 0
+    for i, part in enumerate(spec.parts):
+        _worked_part_range(part, ("parts", i))
+        numbers += sum(len(_flat(getattr(part, name))) for name in NUMBER_FIELDS)
+    # about one step row per number given, a few steps per part, and the audit's entries
+    rows = numbers + 4 * len(spec.parts) + len(spec.documented)
+    work, memory, output = table_cost(rows, rows)
+    return Cost(work, memory, output, rows, ("parts",), "give fewer or smaller parts")
+
+
+# Worked examples square their numbers (variances) and sum up to 4096 products of two:
+# with every intermediate within ±1e150, squares and sums stay far inside float64.
+WORKED_RANGE = 1e150
+
+
+# The fields of a part that hold numbers (matrices or lists).
+NUMBER_FIELDS = ("embeddings", "w_q", "w_k", "w_v", "q", "k", "v", "scores", "values",
+                 "dims", "variances", "factors")
+
+
+def _flat(m: Any) -> list[float]:
+    if m is None:
+        return []
+    return [abs(x) for row in m for x in (row if isinstance(row, list) else [row])]
+
+
+def _largest(m: Any) -> float:
+    return max((x for x in _flat(m) if x != float("inf")), default=0.0)
+
+
+def _worked_part_range(part: Any, at: Loc) -> None:
+    def refuse(name: str, what: str) -> None:
+        raise SpecFieldError((*at, name), f"{what} beyond ±{WORKED_RANGE:.0e}, where the "
+                             "example's products and squares would overflow float64; "
+                             "use smaller numbers")
+
+    if part.kind == "variance" and part.values is not None:
+        top = _largest(part.values)
+        if top > WORKED_RANGE:
+            refuse("values", "values reach")
+        if part.divisor is not None and top / part.divisor > WORKED_RANGE:
+            refuse("divisor", "values ÷ divisor reach")
+    elif part.kind == "scaling-arithmetic":
+        for name in ("variances", "factors"):
+            if _largest(getattr(part, name)) > WORKED_RANGE:
+                refuse(name, f"{name} reach")
+    elif part.kind == "attention":
+        products = [("embeddings", "w_q"), ("embeddings", "w_k"), ("embeddings", "w_v"),
+                    ("q", "k")]
+        score = _largest(part.scores)
+        if score > WORKED_RANGE:
+            refuse("scores", "scores reach")
+        for a, b in products:
+            ma, mb = getattr(part, a), getattr(part, b)
+            if ma is None or mb is None:
+                continue
+            width = max(len(row) for row in ma)
+            bound = _largest(ma) * _largest(mb) * width
+            if bound > WORKED_RANGE:
+                refuse(b, f"products of {a} and {b} can reach {bound:.2g},")
+            if (a, b) == ("q", "k"):
+                score = max(score, bound)
+        d_k = part.d_k or (max(len(row) for row in part.k) if part.k else 1)
+        divisor = d_k ** 0.5 if part.scale == "sqrt" else float(part.scale)
+        if score / divisor > WORKED_RANGE:
+            refuse("scale", f"scores ÷ {divisor:.3g} reach")

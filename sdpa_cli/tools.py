@@ -1,0 +1,84 @@
+"""The commands that are not studies: run, compare and validate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sdpa_cli import batch
+from sdpa_cli import compare as compare_mod
+from sdpa_cli.options import ValueCommand, batch_options, ci_settings, default_workers
+from sdpa_cli.report import Settings
+
+PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
+                           type=click.Path(path_type=Path))
+
+
+@click.command("run", cls=ValueCommand)
+@PATHS_ARG
+@batch_options
+def run(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: bool,
+            fmt: str, no_plots: bool, svg: bool, quiet: bool, workers: int | None,
+            dpi: int | None, scheduler: str | None, keyword: str | None, last_failed: bool,
+            force: bool, **ci: Any) -> int:
+    """Run every spec in the given files and folders (default: experiments/).
+
+    Every spec is validated before anything runs; then each runs into DIR/<name>/, a failed
+    spec does not stop the others, and DIR/index.md and DIR/report.html show them all.
+
+    \b
+    Examples:
+      sdpa run
+      sdpa run experiments/variance --check
+      sdpa run --out /tmp/batch --workers 2 --fail-fast
+    """
+    settings = Settings(root=out or Path("outputs"), fmt=fmt, plots=not no_plots, svg=svg,
+                        check=check, quiet=quiet, workers=workers or default_workers(), dpi=dpi,
+                        scheduler=scheduler,
+                        **ci_settings(ci, batch_folder=out or Path("outputs")))
+    return batch.run_batch(list(targets), settings, fail_fast=fail_fast, keyword=keyword,
+                           last_failed=last_failed, force=force)
+
+
+@click.command("compare")
+@click.argument("a", metavar="A", type=click.Path(path_type=Path))
+@click.argument("b", metavar="B", type=click.Path(path_type=Path))
+@click.option("--tolerance", type=click.FloatRange(0, min_open=True), default=4.0,
+              show_default=True, metavar="K",
+              help="Monte Carlo quantities agree when |A − B| ≤ K standard errors.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),
+              default="table", show_default=True,
+              help="table: a summary on stderr; json/markdown: every quantity on stdout.")
+@click.option("--exact", is_flag=True,
+              help="Byte for byte instead: every file but the manifests must be identical.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+def compare(a: Path, b: Path, tolerance: float, fmt: str, exact: bool,
+                quiet: bool) -> int:
+    """Compare two run folders (or two batch folders): parameters, quantities, figures.
+
+    Exit 0 when every Monte Carlo quantity agrees within K standard errors and every
+    deterministic one is equal (with --exact: every file is identical), 1 otherwise.
+
+    \b
+    Examples:
+      sdpa compare outputs/day74-dims /tmp/other/day74-dims
+      sdpa compare batch1 batch2 --exact
+      sdpa compare old new --tolerance 3 --format markdown
+    """
+    return compare_mod.run(a, b, tolerance=tolerance, fmt=fmt, exact_mode=exact, quiet=quiet)
+
+
+@click.command("validate", cls=ValueCommand)
+@PATHS_ARG
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing when all is well.")
+def validate(targets: tuple[Path, ...], quiet: bool) -> int:
+    """Check specs without running anything (exit 2 and one line per problem if bad).
+
+    \b
+    Examples:
+      sdpa validate
+      sdpa validate my-notes.yaml experiments/variance
+    """
+    return batch.run_validate(list(targets), quiet=quiet)

@@ -1,0 +1,136 @@
+"""The package's shape, read from its source: layers, import cycles and late imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import sdpa_cli
+
+ROOT = Path(sdpa_cli.__file__).parent
+
+# The only imports of sdpa's own modules inside a function, each for a reason said beside it.
+LATE = {
+    ("sdpa_cli.entry", "sdpa_cli.report.ci"),  # a bad spec's CI report: off the start-up path
+    ("sdpa_cli.report.figures", "sdpa_cli.framework.figure_style"),  # loads matplotlib
+}
+# Modules imported by name at run time (importlib), each for a reason said beside it.
+BY_NAME = {
+    "sdpa_cli/cli.py": 1,  # a command's module, only when that command runs
+    "sdpa_cli/registry.py": 1,  # a study package, by its registry name
+    "sdpa_cli/framework/declaration.py": 1,  # a figure module (matplotlib), only to draw
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
+    """(imported sdpa module, inside a function?) for every import statement of a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    late: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            late.update(id(sub) for sub in ast.walk(node))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("sdpa_cli"):
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.append((sub if sub in MODULES else node.module, id(node) in late))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, id(node) in late) for a in node.names
+                      if a.name.startswith("sdpa_cli")]
+    return [(m, is_late) for m, is_late in found if m != name]
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_imports_inside_functions_are_the_listed_few():
+    late = {(name, m) for name, edges in GRAPH.items() for m, is_late in edges if is_late}
+    assert late == LATE
+
+
+def test_modules_imported_by_name_are_the_listed_few():
+    counted = {str(p.relative_to(ROOT.parent)): p.read_text().count("import_module(")
+               for p in MODULES.values()}
+    assert {k: v for k, v in counted.items() if v} == BY_NAME
+
+
+def test_no_import_cycle_lazy_imports_included():
+    edges = {name: {m for m, _ in imports if m in MODULES} for name, imports in GRAPH.items()}
+    # a package imports its own submodules freely (re-exports); a cycle through anything
+    # else is a real one
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        seen[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if nxt.startswith(node + "."):
+                continue
+            if seen.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt):], nxt]
+                raise AssertionError("import cycle: " + " → ".join(cycle))
+            if nxt not in seen:
+                visit(nxt)
+        stack.pop()
+        seen[node] = 2
+
+    for name in sorted(edges):
+        if name not in seen:
+            visit(name)
+
+
+def _reaches(src_prefix: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{name} imports {m}" for name, imports in GRAPH.items()
+            if name == src_prefix or name.startswith(src_prefix + ".")
+            for m, _ in imports if m.startswith(forbidden)]
+
+
+def test_numerics_imports_nothing_above_it():
+    assert _reaches("sdpa_cli.numerics", ("sdpa_cli.",)) == [
+        x for x in _reaches("sdpa_cli.numerics", ("sdpa_cli.",))
+        if x.split(" imports ")[1].startswith("sdpa_cli.numerics")]
+
+
+def test_framework_and_specs_know_no_study_and_no_runner():
+    above = ("sdpa_cli.studies", "sdpa_cli.registry", "sdpa_cli.app", "sdpa_cli.batch",
+             "sdpa_cli.cli", "sdpa_cli.commands", "sdpa_cli.tools", "sdpa_cli.loader",
+             "sdpa_cli.report")
+    assert _reaches("sdpa_cli.framework", above) == []
+    assert _reaches("sdpa_cli.spec", above) == []
+
+
+def test_studies_know_no_runner_and_no_report():
+    above = ("sdpa_cli.registry", "sdpa_cli.app", "sdpa_cli.batch", "sdpa_cli.cli",
+             "sdpa_cli.commands", "sdpa_cli.tools", "sdpa_cli.loader", "sdpa_cli.report")
+    assert _reaches("sdpa_cli.studies", above) == []
+
+
+def test_a_study_package_imports_no_other_study():
+    problems = []
+    for name, imports in GRAPH.items():
+        parts = name.split(".")
+        if parts[:2] != ["sdpa_cli", "studies"] or len(parts) < 3:
+            continue
+        own = parts[2]
+        for m, _ in imports:
+            other = m.split(".")
+            # the shared score-source package serves softmax-sweep and jacobian
+            if other[:2] == ["sdpa_cli", "studies"] and len(other) > 2 and \
+                    other[2] not in (own, "saturation"):
+                problems.append(f"{name} imports {m}")
+    assert problems == []
