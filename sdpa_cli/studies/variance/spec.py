@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -39,11 +38,6 @@ class VarianceSpec(VectorLawFields):
     se_tolerance: SeTolerance = Field(
         4.0, description="A check passes when |z| ≤ K (default 4).")
 
-    def _moments_in_range(self, d: int) -> None:
-        found = _moment_refusal(self.mean, self.std, d)
-        if found is not None:
-            raise SpecFieldError((found[0],), found[1])
-
     @property
     def dim_list(self) -> list[int]:
         """dims once resolved (from d_model/heads or the default): never None after load."""
@@ -54,7 +48,6 @@ class VarianceSpec(VectorLawFields):
     def _resolve(self) -> VarianceSpec:
         dims = self.resolve_dims(self.dims)
         object.__setattr__(self, "dims", dims)
-        self._moments_in_range(max(dims))
         refuse_repeats("scalings", [s.label for s in self.scalings])
         for i, s in enumerate(self.scalings):
             # the variance study measures q·k times a factor of d alone, one pair at a time
@@ -72,33 +65,6 @@ class VarianceSpec(VectorLawFields):
                 f"is {MAX_DRAWS:.0e}: lower pairs or dims, or use method: exact"
             )
         return self
-
-
-# The study reports q·k's moments in the spec's own units: Var(q_i k_i) = σ⁴ + 2μ²σ² and, over
-# d terms and with the mean d·μ², up to d·(μ² + σ²)², whose standard errors square them again
-# over the pairs. Kept inside [TINY, HUGE] every one is a normal float64 with room to spare;
-# outside, a product rounds to exactly 0 (std 1e-200: variance 0 = theory 0, a check passed
-# on zeros) or to inf (reported as null).
-TINY, HUGE = 1e-280, 1e300
-MIN_STD = 1e-70  # std⁴ = TINY
-
-
-def _moment_refusal(mean: float, std: float, d: int) -> tuple[str, str] | None:
-    """(field, why) when q·k's moments leave float64's range for these values, else None."""
-    if std < MIN_STD:  # products (never **, which raises OverflowError) would underflow
-        return "std", (f"std {std:g} makes the variance of one product q_i·k_i (std⁴) about "
-                       f"1e{4 * math.log10(std):.0f}, below {TINY:g}: float64 rounds it to 0 "
-                       f"and every check would pass on zeros; give std ≥ {MIN_STD:g} (the "
-                       "study is scale-free: std 1 measures the same law)")
-    second = mean * mean + std * std
-    if not math.isfinite(second) or d * second * second > HUGE:
-        field = "mean" if abs(mean) > std else "std"
-        big, small = max(abs(mean), std), min(abs(mean), std)
-        size = math.log10(d) + 4 * math.log10(big) + 2 * math.log10(1 + (small / big) ** 2)
-        return field, (f"d·(mean² + std²)² is about 1e{size:.0f} for d = {d}, above "
-                       f"{HUGE:g}: the moments of q·k would overflow float64 to infinity "
-                       "(reported as null); lower mean and std (the study is scale-free)")
-    return None
 
 
 def _refusal(s: Scaling) -> str | None:
