@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdpa_cli import batch, executors, loader, paths, registry, report
+from sdpa_cli import batch, environment, executors, loader, paths, registry, report
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
@@ -183,8 +183,11 @@ def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
     if target is None and _needs_a_file(study):
         raise InputError(Problem(f"{study}: give a spec NAME or a SPEC file, or --list to "
                                  "see the named specs, or --all to run them all"))
+    # A name too long for a file (NAME_MAX) is looked up as a spec name, never stat-ed.
+    exists = target is not None and environment.path_problem(Path(target), sibling=False) \
+        is None and Path(target).exists()
     path = None if target is None else (
-        find_spec(study, target) if is_example_name(target) and not Path(target).exists()
+        find_spec(study, target) if is_example_name(target) and not exists
         else Path(target))
     return run_study(study, path, overrides=overrides, flags=flags, settings=settings)
 
