@@ -183,9 +183,12 @@ def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
     if target is None and _needs_a_file(study):
         raise InputError(Problem(f"{study}: give a spec NAME or a SPEC file, or --list to "
                                  "see the named specs, or --all to run them all"))
-    # A name too long for a file (NAME_MAX) is looked up as a spec name, never stat-ed.
-    exists = target is not None and environment.path_problem(Path(target), sibling=False) \
-        is None and Path(target).exists()
+    # Too long for a file (NAME_MAX, PATH_MAX), and spec names are at most 100 characters:
+    # neither, said before anything stats it (that raised OSError: File name too long).
+    why = environment.path_problem(Path(target), sibling=False) if target else None
+    if why:
+        raise InputError(Problem(why, file=target))
+    exists = target is not None and Path(target).exists()
     path = None if target is None else (
         find_spec(study, target) if is_example_name(target) and not exists
         else Path(target))

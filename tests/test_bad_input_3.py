@@ -234,8 +234,8 @@ OS_LIMITS = [
          {"A/x": "1"}),
     Case("spec-name-300", ["variance", f"{LONG}.yaml"], "(NAME_MAX)", f"{LONG}.yaml: "),
     Case("run-path-300", ["run", LONG], "(NAME_MAX)", f"{LONG}: "),
-    Case("example-name-300", ["worked-example", LONG], "no spec named", "worked-example: "),
-    Case("study-name-300", ["jacobian", LONG], "no spec named", "jacobian: "),
+    Case("example-name-300", ["worked-example", LONG], "(NAME_MAX)", f"{LONG}: "),
+    Case("study-name-300", ["jacobian", LONG], "(NAME_MAX)", f"{LONG}: "),
     Case("source-date-epoch-word", ["variance", *SMALL, "--svg"], "SOURCE_DATE_EPOCH: 'abc' is "
          "not a whole number of seconds", "SOURCE_DATE_EPOCH: ", env={"SOURCE_DATE_EPOCH": "abc"}),
     Case("source-date-epoch-negative", ["variance", *SMALL], "from 0 to 253402300799",
