@@ -20,3 +20,20 @@ if _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "
     from sdpa_cli import process as _process
 
     _process.install()
+
+
+import importlib as _importlib  # noqa: E402
+
+from sdpa_cli.studies import STUDIES as _STUDIES  # noqa: E402  # the registry's names: a dict, no study
+
+
+def __getattr__(name: str) -> object:
+    """`import sdpa_cli as sdpa; sdpa.variance(dims=[3, 100], seed=74)`: the Python API
+    (sdpa_cli.api), loaded only when used so the command line starts light."""
+    if name not in API and name.replace("_", "-") not in _STUDIES:
+        raise AttributeError(f"module 'sdpa_cli' has no attribute {name!r}")
+    return getattr(_importlib.import_module("sdpa_cli.api"), name)
+
+
+# What `import sdpa_cli as sdpa` offers besides one function per study.
+API = ("run_spec", "compare", "Result", "SpecError", "Row")

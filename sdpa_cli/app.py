@@ -180,14 +180,23 @@ def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
             raise InputError(Problem("runs every named spec; give no NAME or SPEC with it",
                                      flag="--all"))
         return run_all_specs(study, overrides=overrides, flags=flags, settings=settings)
-    if target is None and _needs_a_file(study):
-        raise InputError(Problem(f"{study}: give a spec NAME or a SPEC file, or --list to "
-                                 "see the named specs, or --all to run them all"))
     # Too long for a file (NAME_MAX, PATH_MAX), and spec names are at most 100 characters:
     # neither, said before anything stats it (that raised OSError: File name too long).
     why = environment.path_problem(Path(target), sibling=False) if target else None
     if why:
         raise InputError(Problem(why, file=target))
+    declared = registry.get(study)
+    field = declared.target_field
+    if target is not None and field is not None and not _names_a_spec(study, target):
+        if declared.check_target is not None:
+            declared.check_target(target)  # one line and exit 2 if it names nothing
+        overrides = {**overrides, field: target}
+        flags = {**flags, field: declared.target_metavar.split()[0]}
+        target = None
+    elif target is None and (field is None or field not in overrides) and _needs_a_file(study):
+        what = f"a {declared.target_metavar}" if field else "a spec NAME or a SPEC file"
+        raise InputError(Problem(f"{study}: give {what}, or --list to see the named specs, "
+                                 "or --all to run them all"))
     exists = target is not None and Path(target).exists()
     path = None if target is None else (
         find_spec(study, target) if is_example_name(target) and not exists
@@ -195,9 +204,15 @@ def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
     return run_study(study, path, overrides=overrides, flags=flags, settings=settings)
 
 
+def _names_a_spec(study: str, target: str) -> bool:
+    """A spec file (.yaml, .yml) or the NAME of a named spec of this study."""
+    return target.endswith((".yaml", ".yml")) or (
+        is_example_name(target) and target in {p.stem for p in named_specs(study)})
+
+
 def _needs_a_file(study: str) -> bool:
     """A spec with a required field no flag can give (worked-example's parts) comes from a
     file: flags alone cannot make one."""
     declared = registry.get(study)
     return any(info.is_required() for name, info in declared.spec.model_fields.items()
-               if name not in declared.flag_fields() and name != "study")
+               if name != "study")

@@ -258,7 +258,7 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     # index.md and report.html: sdpa's own or absent, checked before any work
     report.check_batch(settings.root, "output folder" if settings.root == Path("outputs")
                        else "--out")
-    record = selection.read_last_failed(settings.root)
+    record = selection.read_last_failed(settings.root, strict=last_failed)
     if keyword is not None or last_failed:
         chosen = selection.select([(p.target.name, p.spec.study) for p in planned],
                                   expr=keyword, last_failed=record if last_failed else None)

@@ -15,6 +15,7 @@ TOOLS: dict[str, str] = {
     "run": "Run every spec (default: experiments/) into outputs/.",
     "compare": "Compare two run folders or two batch folders.",
     "validate": "Check specs without running anything.",
+    "help": "Show a topic page of the reference (sdpa help lists them).",
 }
 
 
@@ -34,9 +35,12 @@ class Main(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in STUDIES:
-            return _later("sdpa_cli.commands").build(cmd_name)  # type: ignore[no-any-return]
+            command: click.Command = _later("sdpa_cli.commands").build(cmd_name)
+            return command
         if cmd_name in TOOLS:
-            return getattr(_later("sdpa_cli.tools"), cmd_name.replace("-", "_"))  # type: ignore[no-any-return]
+            tools = _later("sdpa_cli.tools")
+            tool: click.Command = getattr(tools, cmd_name, None) or getattr(tools, f"{cmd_name}_")
+            return tool
         return None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -41,7 +41,7 @@ def build(name: str) -> click.Command:
                                  "source) on stdout.")(callback)
     for field in reversed(study.flag_fields()):
         callback = _option(study, field)(callback)
-    callback = click.argument("target", metavar="[NAME or SPEC]", required=False)(callback)
+    callback = click.argument("target", metavar=study.target_metavar, required=False)(callback)
     return click.command(name, cls=StudyCommand, short_help=study.summary,
                          help=_help(study))(callback)
 
@@ -58,7 +58,7 @@ def _option(study: Study, field: str) -> Any:
     metavar = style.metavar or _metavar(shape, info.annotation)
     if shape == "list":
         return click.option(opt, field, cls=SpecOption, type=LIST, default=None,
-                            metavar=metavar, help=help_)
+                            multiple=style.repeat, metavar=metavar, help=help_)
     return click.option(opt, field, cls=SpecOption, default=None, metavar=metavar, help=help_)
 
 
@@ -66,7 +66,8 @@ def _metavar(shape: str | None, annotation: Any) -> str:
     if shape == "bool":
         return "BOOL"
     text = repr(annotation)
-    word = "N" if "int" in text and "float" not in text else "X"
+    word = ("N" if "int" in text and "float" not in text else
+            "TEXT" if "str" in text and "float" not in text else "X")
     return f"{word} [{word} ...]" if shape == "list" else word
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -24,15 +25,26 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
+# click echoes a refused value whole ("'1000…0' is not one of 'github', 'none'"): a value of
+# 5000 characters would make a line of 5000. Any word this long is shown by its ends.
+_LONG_WORD = re.compile(r"[^\s'\"`;,()]{61,}")  # quotes and punctuation stay outside
+
+
+def _shorten(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return f"{word[:24]}…{word[-12:]} ({len(word)} characters)"
+
+
 def _click_line(e: click.ClickException) -> str:
     if isinstance(e, click.BadParameter) and e.param is not None:
         opts = getattr(e.param, "opts", None) or [e.param.name or "value"]
-        return f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
-    text = " ".join(e.format_message().split())
-    ctx = getattr(e, "ctx", None)
-    if ctx is not None and ctx.command_path:
-        text = f"{ctx.command_path}: {text}"
-    return text
+        text = f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
+    else:
+        text = " ".join(e.format_message().split())
+        ctx = getattr(e, "ctx", None)
+        if ctx is not None and ctx.command_path:
+            text = f"{ctx.command_path}: {text}"
+    return _LONG_WORD.sub(_shorten, text)
 
 
 def _flag_value(args: list[str], flag: str) -> str | None:
@@ -65,6 +77,15 @@ def _annotate_bad_input(e: SdpaError, args: list[str]) -> None:
             click.echo(line, err=True)
 
 
+def _drop_impossible_sizes(environ: dict[str, str] | os._Environ[str] = os.environ) -> None:
+    """Forget a COLUMNS or LINES no terminal could have: rich reads both wherever it makes a
+    console, and int() fails on "²" (isdigit() passes it) and on 5000 digits."""
+    for name in ("COLUMNS", "LINES"):
+        value = environ.get(name)
+        if value is not None and not (value.isascii() and value.isdigit() and len(value) <= 5):
+            del environ[name]
+
+
 def run(args: list[str]) -> int:
     """Run sdpa with these arguments and return the exit code (errors become one line)."""
     try:  # before NumPy and matplotlib read the environment (nor any CI report is written)
@@ -73,6 +94,7 @@ def run(args: list[str]) -> int:
         for line in e.lines():
             click.echo(line, err=True)
         return e.exit_code
+    _drop_impossible_sizes()
     try:
         result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)
     except click.exceptions.Exit as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 EXIT_OK = 0
@@ -43,6 +44,16 @@ def one_line(text: str) -> str:
     return "".join(out)
 
 
+# A message that quotes what it refuses ("unknown scaling '…'") would quote a 5000-character
+# flag value whole: a word this long is shown by its ends (paths keep their tail).
+_LONG_WORD = re.compile(r"[^\s'\"`;,()]{121,}")  # quotes and punctuation stay outside
+
+
+def _ends(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return f"{word[:40]}…{word[-24:]} ({len(word)} characters)"
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with the input, located as precisely as we can."""
@@ -67,7 +78,7 @@ class Problem:
         else:
             head = ""
         parts = [p for p in (head, self.field if self.field != self.flag else None) if p]
-        return one_line(": ".join([*parts, self.message]))
+        return one_line(": ".join([*parts, _LONG_WORD.sub(_ends, self.message)]))
 
 
 class SdpaError(Exception):

@@ -42,6 +42,11 @@ class Scheduler:
         return self.local_workers > 0
 
 
+def _short(value: str) -> str:
+    """A scheduler address for a one-line message: a 5000-character one by its ends."""
+    return value if len(value) <= 60 else f"{value[:24]}…{value[-12:]} ({len(value)} characters)"
+
+
 def resolve(flag: str | None, environ: Mapping[str, str] = os.environ) -> Scheduler | None:
     """The scheduler named by the flag, else by SDPA_SCHEDULER, else None (local threads).
 
@@ -55,15 +60,17 @@ def resolve(flag: str | None, environ: Mapping[str, str] = os.environ) -> Schedu
     value = value.strip()
     local = _LOCAL.match(value)
     if local:
-        n = int(local.group(1))
+        digits = local.group(1).lstrip("0")
+        # counted before int(): 5000 digits would exceed Python's limit on parsing them
+        n = int(digits) if 0 < len(digits) <= 6 else (0 if not digits else _MAX_LOCAL + 1)
         if not 1 <= n <= _MAX_LOCAL:
-            raise InputError(_problem(source, f"local:{n}: N must be 1 to {_MAX_LOCAL} worker "
-                                              "processes"))
+            raise InputError(_problem(source, f"{_short(value)}: N must be 1 to {_MAX_LOCAL} "
+                                              "worker processes"))
         scheduler = Scheduler("", n, source)
     elif _REMOTE.match(value):
         scheduler = Scheduler(value, 0, source)
     else:
-        raise InputError(_problem(source, f"{value!r} is not a scheduler address; give "
+        raise InputError(_problem(source, f"{_short(value)!r} is not a scheduler address; give "
                                           "tcp://HOST:PORT (a running Dask scheduler) or local:N "
                                           "(start N worker processes here)"))
     if not dask_installed():

@@ -72,13 +72,15 @@ def load(
                                   f"unknown study {study!r}{_did_you_mean(study, registry.NAMES)}; "
                                   "one of " + ", ".join(registry.NAMES)))
     data["study"] = study
+    cls = model_for(study)
+    if path is not None:  # file names inside a spec are relative to the spec's folder
+        data = cls.resolve_paths(data, path.parent)
     data.update(overrides or {})
     if data.get("name") is None:  # absent, or `name:` / `name: null`: from the file name
         data["name"] = names.derive(path.stem if path is not None else (default_name or study))
         why = names.check_derived(data["name"], path.name) if path is not None else None
         if why:
             raise InputError(Problem(why, file=str(path), field="name"))
-    cls = model_for(study)
     if data.get("seed") is None and cls.needs_seed(data):
         data["seed"] = fresh_entropy()
     try:
@@ -145,16 +147,24 @@ def _translate(e: ValidationError, cls: type[BaseModel], origin: Origin) -> list
     suggested = set()
     for err in errors:
         if err["type"] == "extra_forbidden":
-            loc = tuple(err["loc"])
+            loc = _plain_loc(err["loc"])
             close = difflib.get_close_matches(str(loc[-1]), _fields_at(cls, loc[:-1]), n=1,
                                               cutoff=0.6)
             if close:
                 suggested.add((*loc[:-1], close[0]))
+    # A value that fits neither member of a union (a list or a mapping of lists) fails
+    # both: "must be a mapping" from the member whose shape it lacks is noise beside the
+    # real fault found inside the member whose shape it has.
+    deeper = [_plain_loc(err["loc"]) for err in errors if _plain_loc(err["loc"]) != err["loc"]]
     problems = []
     for err in errors:
-        if err["type"] == "missing" and tuple(err["loc"]) in suggested:
+        if err["type"] == "missing" and _plain_loc(err["loc"]) in suggested:
             continue
-        loc = tuple(err["loc"])
+        plain = _plain_loc(err["loc"])
+        if plain != tuple(err["loc"]) and err["type"] in _SHAPES and any(
+                len(d) > len(plain) and d[:len(plain)] == plain for d in deeper):
+            continue
+        loc = _plain_loc(err["loc"])
         kind = err["type"]
         ctx = err.get("ctx") or {}
         value = err.get("input")
@@ -165,6 +175,15 @@ def _translate(e: ValidationError, cls: type[BaseModel], origin: Origin) -> list
             continue
         problems.append(_problem(origin, loc, _message(kind, err["msg"], ctx, value)))
     return sorted(problems, key=lambda p: (p.line or 0, p.col or 0))
+
+
+_SHAPES = frozenset({"list_type", "dict_type", "model_type", "model_attributes_type"})
+
+
+def _plain_loc(loc: typing.Iterable[str | int]) -> tuple[str | int, ...]:
+    """The spec's own path in a pydantic location: the member tags of a union
+    ("list[function-before[check(), float]]") are pydantic's, never a key of the spec."""
+    return tuple(p for p in loc if not (isinstance(p, str) and "[" in p))
 
 
 def _message(kind: str, msg: str, ctx: dict[str, Any], value: Any) -> str:

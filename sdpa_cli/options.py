@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from sdpa_cli.errors import InputError, Problem, control_name, is_control, one_l
 from sdpa_cli.report.ci_files import report_path_problem
 from sdpa_cli.report.manifest import BATCH_NAME
 from sdpa_cli.report.runfolder import BATCH_FILES
-from sdpa_cli.spec.yamlio import scalar
+from sdpa_cli.spec.yamlio import OutOfRange, scalar
 
 _NUMBER = re.compile(
     r"^[-+−]?(?:(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\.?inf|\.?Inf|\.?INF)$")
@@ -144,6 +145,29 @@ class ListType(click.ParamType):
 LIST = ListType()
 
 
+class _Short:
+    """A number flag whose value is refused, before int()/float() sees it, when it is longer
+    than any number in range could be: click would echo all 5000 digits of it, and Python
+    refuses to parse more than 4300. A float beyond float64's range (1e400) would become inf."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> Any:
+        if isinstance(value, str) and len(value.strip()) > 32:
+            self.fail(f"{_short(value.strip())} is not a number in range", param, ctx)  # type: ignore[attr-defined]
+        out = super().convert(value, param, ctx)  # type: ignore[misc]
+        if isinstance(out, float) and not math.isfinite(out):
+            self.fail(f"{value} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+        return out
+
+
+class IntRange(_Short, click.IntRange):
+    """click.IntRange with short refusals of overlong values."""
+
+
+class FloatRange(_Short, click.FloatRange):
+    """click.FloatRange with short refusals of overlong and infinite values."""
+
+
 class SpecOption(click.Option):
     """A flag that sets the spec field of the same name (`--d-model` sets `d_model`): the
     CLI's overrides and the flag named in an error message are read from these, so no list
@@ -173,13 +197,31 @@ def spec_overrides(ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
         if not isinstance(param, SpecOption) or param.name is None:
             continue
         value = ctx.params.get(param.name)
+        if isinstance(value, tuple):  # a list flag given more than once: one list
+            value = [item for part in value for item in part] or None
         if value is None:
             continue
-        overrides[param.name] = (value if isinstance(value, bool) else  # a switch
-                                 [scalar(v) for v in value] if isinstance(value, list)
-                                 else scalar(value))
+        if isinstance(value, bool):  # a switch
+            overrides[param.name] = value
+            flags[param.name] = flag_of(param)
+            continue
+        items = value if isinstance(value, list) else [value]
+        typed = []
+        for i, item in enumerate(items):
+            try:
+                typed.append(scalar(item))
+            except OutOfRange as e:
+                where = f"{param.name}[{i}]" if isinstance(value, list) else param.name
+                said = str(e) if str(e).startswith("a whole number") else f"{_short(item)} {e}"
+                raise InputError(Problem(said, flag=flag_of(param), field=where)) from None
+        overrides[param.name] = typed if isinstance(value, list) else typed[0]
         flags[param.name] = flag_of(param)
     return overrides, flags
+
+
+def _short(text: str, limit: int = 24) -> str:
+    """A flag's value for a one-line message: a 5000-digit number is shown by its ends."""
+    return text if len(text) <= limit else f"{text[:10]}…{text[-6:]} ({len(text)} characters)"
 
 
 def default_workers() -> int:
@@ -208,7 +250,7 @@ def _svg() -> Callable:
 
 
 def _dpi() -> Callable:
-    return click.option("--dpi", type=click.IntRange(30, 1200), default=None, metavar="N",
+    return click.option("--dpi", type=IntRange(30, 1200), default=None, metavar="N",
                         help="PNG resolution in pixels per inch (default 110, for screens; "
                              "300 for print).")
 
@@ -222,7 +264,7 @@ def _quiet(help: str = "No table or progress; a failure still prints one line.")
 
 
 def _workers(default: Any = default_workers) -> Callable:
-    return click.option("--workers", type=click.IntRange(1, 64), default=default, metavar="N",
+    return click.option("--workers", type=IntRange(1, 64), default=default, metavar="N",
                         show_default="CPU count, at most 8",
                         help="Threads drawing blocks; results are identical for any value.")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdpa_cli.jsonio import load_json
 from sdpa_cli.report import manifest
 
 _HERE = Path(__file__).resolve().parent
@@ -51,7 +52,7 @@ def _is_run_folder(folder: Path) -> bool:
     if not (folder / manifest.NAME).is_file():
         return False
     try:
-        doc = manifest.load_json(folder / manifest.NAME, limit=1 << 22)
+        doc = load_json(folder / manifest.NAME, what=manifest.NAME, max_bytes=1 << 22)
     except (OSError, ValueError):
         return False
     return isinstance(doc, dict) and doc.get("kind") == manifest.KIND

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -18,10 +19,20 @@ Matcher = Callable[[set[str]], bool]  # the words of a spec (name, study) → se
 
 _TOKEN = re.compile(r"\s*(?:(\()|(\))|([^\s()]+))")
 _WORDS = {"and", "or", "not"}
+# A -k expression names a few specs; the parser recurses once per '(' (four frames each), so
+# 50 000 of them would end in RecursionError instead of a message.
+MAX_LENGTH = 1000  # characters
+MAX_DEPTH = 32  # parentheses inside parentheses
 
 
 def _bad(message: str) -> InputError:
     return InputError(Problem(message, flag="-k"))
+
+
+def _short(expr: str, limit: int = 60) -> str:
+    """repr() of the expression for a one-line message, cut to `limit` characters."""
+    shown = repr(expr)
+    return shown if len(shown) <= limit else shown[:limit - 4] + "...'"
 
 
 def _tokens(expr: str) -> list[str]:
@@ -39,9 +50,13 @@ class _Parser:
     """expr := or; or := and ('or' and)*; and := not ('and' not)*; not := 'not' not | atom;
     atom := '(' or ')' | WORD (a case-insensitive substring of the spec's name or study)."""
     def __init__(self, expr: str) -> None:
+        if len(expr) > MAX_LENGTH:
+            raise _bad(f"the expression is {len(expr)} characters long; at most {MAX_LENGTH}: "
+                       "select by a shorter expression (a name, a study, and/or/not)")
         self.expr = expr
         self.tokens = _tokens(expr)
         self.i = 0
+        self.depth = 0
 
     def peek(self) -> str | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -56,7 +71,7 @@ class _Parser:
             raise _bad("empty expression; give a name or study, e.g. -k variance")
         matcher = self.or_()
         if self.peek() is not None:
-            raise _bad(f"unexpected {self.peek()!r} in {self.expr!r}")
+            raise _bad(f"unexpected {_short(str(self.peek()), 30)} in {_short(self.expr)}")
         return matcher
 
     def or_(self) -> Matcher:
@@ -74,25 +89,32 @@ class _Parser:
         return parts[0] if len(parts) == 1 else lambda w: all(p(w) for p in parts)
 
     def not_(self) -> Matcher:
-        if self.peek() == "not":
+        negate = False
+        while self.peek() == "not":  # a loop, not a recursion: `not not … x` at any length
             self.take()
-            inner = self.not_()
-            return lambda w: not inner(w)
-        return self.atom()
+            negate = not negate
+        inner = self.atom()
+        return (lambda w: not inner(w)) if negate else inner
 
     def atom(self) -> Matcher:
         token = self.peek()
         if token is None:
-            raise _bad(f"{self.expr!r} ends where a name or '(' was expected")
+            raise _bad(f"{_short(self.expr)} ends where a name or '(' was expected")
         self.take()
         if token == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _bad(f"parentheses nested more than {MAX_DEPTH} deep; at most "
+                           f"{MAX_DEPTH}: remove the extra ones")
             inner = self.or_()
             if self.peek() != ")":
-                raise _bad(f"missing ')' in {self.expr!r}")
+                raise _bad(f"missing ')' in {_short(self.expr)}")
             self.take()
+            self.depth -= 1
             return inner
         if token == ")" or token in _WORDS:
-            raise _bad(f"unexpected {token!r} in {self.expr!r}; a name or '(' was expected")
+            raise _bad(f"unexpected {token!r} in {_short(self.expr)}; a name or '(' was "
+                       "expected")
         needle = token.lower()
         return lambda words: any(needle in w for w in words)
 
@@ -109,13 +131,20 @@ def words(name: str, study: str) -> set[str]:
 # --- --last-failed ----------------------------------------------------------------------------
 
 
-def read_last_failed(root: Path) -> set[str] | None:
-    """Names that failed in the last batch written to root (None: no record)."""
+def read_last_failed(root: Path, *, strict: bool = False) -> set[str] | None:
+    """Names that failed in the last batch written to root (None: no record). With `strict`
+    (--last-failed chooses the specs by it) a record that cannot be sdpa's (a planted array
+    nested 200 000 deep, bad JSON, a FIFO) is bad input: one line, exit 2; without, it is
+    no record."""
+    if not os.path.lexists(root / LAST_FAILED):
+        return None
     try:
         doc = ownfiles.read(root / LAST_FAILED, "lastfailed")
     except FileNotFoundError:
         return None
-    except InputError as e:  # never guess: an unread record would select every spec
+    except InputError as e:  # damaged (bad JSON, or not the record's shape)
+        if not strict:
+            return None  # not choosing by it: it is replaced at the end of the batch
         raise InputError([dataclasses.replace(
             p, message=p.message + f"; delete {LAST_FAILED} to start a new record")
             for p in e.problems]) from None

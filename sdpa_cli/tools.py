@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
 import click
 
 from sdpa_cli import batch
-from sdpa_cli import compare as compare_mod
-from sdpa_cli.options import ValueCommand, batch_options, ci_settings, default_workers
+from sdpa_cli import comparison as compare_mod
+from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.options import (
+    FloatRange,
+    ValueCommand,
+    batch_options,
+    ci_settings,
+    default_workers,
+)
 from sdpa_cli.report import Settings
 
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
@@ -45,7 +53,7 @@ def run(targets: tuple[Path, ...], out: Path | None, check: bool, fail_fast: boo
 @click.command("compare")
 @click.argument("a", metavar="A", type=click.Path(path_type=Path))
 @click.argument("b", metavar="B", type=click.Path(path_type=Path))
-@click.option("--tolerance", type=click.FloatRange(0, min_open=True), default=4.0,
+@click.option("--tolerance", type=FloatRange(0, min_open=True), default=4.0,
               show_default=True, metavar="K",
               help="Monte Carlo quantities agree when |A − B| ≤ K standard errors.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),
@@ -82,3 +90,32 @@ def validate(targets: tuple[Path, ...], quiet: bool) -> int:
       sdpa validate my-notes.yaml experiments/variance
     """
     return batch.run_validate(list(targets), quiet=quiet)
+
+
+DOCS = Path(__file__).parent / "docs"
+
+
+@click.command("help")
+@click.argument("topic", required=False)
+def help_(topic: str | None) -> int:
+    """Show a topic page (the reference that ships with sdpa), or list the topics.
+
+    \b
+    Examples:
+      sdpa help
+      sdpa help adding-a-study
+    """
+    pages = {p.stem: p for p in sorted(DOCS.glob("*.md"))}
+    if topic is None:
+        width = max(map(len, pages), default=0)
+        for name, path in pages.items():
+            title = path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
+            click.echo(f"  {name:<{width}}  {title}")
+        click.echo("\nsdpa help TOPIC prints one.")
+        return 0
+    if topic not in pages:
+        close = difflib.get_close_matches(topic, list(pages), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InputError(Problem(f"no help topic {topic!r}{hint}; `sdpa help` lists them"))
+    click.echo(pages[topic].read_text(encoding="utf-8"), nl=False)
+    return 0

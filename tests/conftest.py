@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +21,7 @@ import pytest
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from sdpa_cli import executors  # noqa: E402
+from sdpa_cli import executors, loader, registry  # noqa: E402
 from sdpa_cli.entry import run  # noqa: E402 - after the BLAS setting above
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,9 +67,47 @@ def write_spec(folder: Path, name: str, text: str) -> Path:
 
 # The quick tier runs these shipped specs through the per-spec tests (one or two per study and
 # figure kind); the rest run in the slow tier (`pytest -m slow`, which .ci/run runs).
-REPRESENTATIVE = {"day74-dims", "unit-vectors", "why-sqrt", "softmax-demo", "rules-correlated",
-                  "scaling-effect-picture", "leading-key-vs-n", "jacobian-table",
-                  "money-bank-grows"}
+# A shipped spec whose estimated work is above this (about a second) runs in the slow tier
+# only; its study is still in the quick tier through its declared examples (test_contract).
+QUICK_WORK = 10**9
+
+
+def _cheapest_of_each_study() -> frozenset[str]:
+    """The shipped spec of each registered study that its own cost estimate calls cheapest,
+    if it is quick: the quick tier runs those, the slow tier every shipped spec (a new study's
+    specs are picked up with no list to keep)."""
+    best: dict[str, tuple[int, str]] = {}
+    for path in sorted(EXPERIMENTS.glob("*/*.yaml")):
+        s = loader.load(path)
+        work = registry.get(s.study).cost(s).work
+        if work <= QUICK_WORK and (s.study not in best or work < best[s.study][0]):
+            best[s.study] = (work, path.stem)
+    return frozenset(stem for _, stem in best.values())
+
+
+REPRESENTATIVE = _cheapest_of_each_study()
+
+
+def study_examples() -> list:
+    """(study, example index) of every example every registered study declares."""
+    return [pytest.param(name, i, id=f"{name}-{i}")
+            for name in registry.NAMES for i in range(len(registry.get(name).examples))]
+
+
+def example_spec(name: str, i: int, seed: int = 11):
+    """A study's i-th declared example as a loaded spec (validated, cost-guarded); the files
+    a study's examples need (inspect's checkpoint) are written once per session."""
+    study = registry.get(name)
+    files = _example_files(name) if study.example_files is not None else {}
+    return loader.load(None, study=name, overrides={"seed": seed + i, **files,
+                                                    **study.examples[i]})
+
+
+@functools.cache
+def _example_files(name: str) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix=f"sdpa-example-{name}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return dict(registry.get(name).example_files(folder))
 
 
 def per_spec(paths: list[Path]) -> list:

@@ -19,6 +19,7 @@ BY_NAME = {
     "sdpa_cli/cli.py": 1,  # a command's module, only when that command runs
     "sdpa_cli/registry.py": 1,  # a study package, by its registry name
     "sdpa_cli/framework/declaration.py": 1,  # a figure module (matplotlib), only to draw
+    "sdpa_cli/__init__.py": 1,  # the Python API, only when a program uses it
 }
 
 

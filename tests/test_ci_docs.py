@@ -49,7 +49,7 @@ def _check(line: str) -> list[str]:
     """Problems with one `sdpa …` line: unknown command or flag, or a flag given no value."""
     words = shlex.split(line)
     words = words[: next((i for i, w in enumerate(words) if w in _SHELL_END), len(words))]
-    command = cli.commands.get(words[1])
+    command = cli.get_command(click.Context(cli), words[1])
     if command is None:
         return [f"no command {words[1]!r}"]
     options = {o: p for p in command.params if isinstance(p, click.Option) for o in p.opts}

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import example_spec, study_examples
 
 from sdpa_cli import executors, registry
-from sdpa_cli import loader as spec_mod
 from sdpa_cli.errors import InputError, SchedulerLost
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics.engine import simulate_dots
@@ -71,24 +71,17 @@ def test_simulate_dots_on_the_cluster_matches_one_thread(cluster):
     _same_stats(_dots(workers=1), _dots(workers=1, executor=cluster))
 
 
-def _study(study: str, ctx: RunContext, **overrides: Any) -> tuple[str, str]:
-    spec = spec_mod.load(None, study=study, overrides=overrides)
+def _digits(study: str, spec: Any, ctx: RunContext) -> tuple[str, str]:
     result = registry.get(study).run(spec, ctx)
     return writers.results_json(result), writers.table_csv(result)
 
 
-@pytest.mark.parametrize("study, overrides", [
-    ("variance", dict(dims=[3, 1000], pairs=10_000, seed=5, distribution="uniform")),
-    ("jacobian", dict(score_stds=[0.5, 4], keys=[16, 256], trials=300, seed=7)),
-    ("softmax-sweep", dict(dims=[16, 256], keys=[16], trials=200, correlation=0.5, seed=3,
-                           scalings=["none", "sqrt", "cosine:0.1"])),
-    ("gradients", dict(dims=[16, 64], trials=40, seed=2)),
-    ("train", dict(dims=[8], steps=20, seeds=2, batch=8, vocab=4, pairs=2, d_model=8, seed=4,
-                   learning_rates={"sgd": [0.1], "adam": [0.01]})),
-])
-def test_a_whole_study_on_the_cluster_matches_local_threads(cluster, study, overrides):
-    local = _study(study, RunContext(workers=2), **overrides)
-    assert _study(study, RunContext(workers=1, executor=cluster), **overrides) == local
+@pytest.mark.parametrize("name, i", study_examples())
+def test_a_whole_study_on_the_cluster_matches_local_threads(cluster, name, i):
+    # every example every registered study declares, so a new study is tested here too
+    spec = example_spec(name, i)
+    local = _digits(name, spec, RunContext(workers=2))
+    assert _digits(name, spec, RunContext(workers=1, executor=cluster)) == local
 
 
 @needs_dask

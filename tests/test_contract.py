@@ -10,8 +10,9 @@ from typing import Any
 import jsonschema
 import pytest
 import referencing
+from conftest import example_spec, study_examples
 
-from sdpa_cli import loader, registry, schemas
+from sdpa_cli import registry, schemas
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import Result, row_fields
 from sdpa_cli.report import writers
@@ -22,12 +23,7 @@ from sdpa_cli.report import writers
 COST_FACTOR = 20
 
 
-def _cases() -> list[Any]:
-    return [pytest.param(name, i, id=f"{name}-{i}")
-            for name in registry.NAMES for i in range(len(registry.get(name).examples))]
-
-
-CASES = _cases()
+CASES = study_examples()
 
 
 class Counter:
@@ -41,12 +37,6 @@ class Counter:
             self.done += done
 
 
-def _spec(name: str, i: int) -> Any:
-    # through the loader, as a user's spec goes: validation and the cost guard apply
-    return loader.load(None, study=name, overrides={"seed": 11 + i,
-                                                    **registry.get(name).examples[i]})
-
-
 @pytest.fixture(scope="module")
 def runs() -> dict[tuple[str, int], dict[str, Any]]:
     """Each example run four ways: in line with a progress counter, with 2 threads and no
@@ -55,7 +45,7 @@ def runs() -> dict[tuple[str, int], dict[str, Any]]:
     with ThreadPoolExecutor(2) as pool:
         for param in CASES:
             name, i = param.values
-            study, spec = registry.get(name), _spec(name, i)
+            study, spec = registry.get(name), example_spec(name, i)
             counter = Counter()
             out[name, i] = {
                 "spec": spec,

@@ -85,20 +85,7 @@ def test_the_bar_changes_no_byte_of_the_document(sdpa, monkeypatch):
     assert Path("b/results.json").read_text() == plain.out == Path("a/results.json").read_text()
 
 
-@pytest.mark.parametrize("study, overrides", [
-    ("variance", dict(dims=[3, 16], pairs=20_000, seed=5)),
-    ("gradients", dict(dims=[16], trials=40, seed=2)),
-    ("train", dict(dims=[8], steps=10, seeds=2, batch=8, vocab=4, pairs=2, d_model=8, seed=4,
-                   learning_rates={"sgd": [0.1], "adam": [0.01]})),
-])
-@pytest.mark.parametrize("workers", [1, 2])
-def test_studies_tick_every_task_they_plan(study, overrides, workers):
-    spec = spec_mod.load(None, study=study, overrides=overrides)
-    counter = Counter()
-    ticked = registry.get(study).run(spec, RunContext(workers=workers, tick=counter))
-    assert counter.planned > 0 and counter.done == counter.planned
-    alone = registry.get(study).run(spec, RunContext(workers=workers))
-    assert ticked.to_json() == alone.to_json()  # counts only: not a digit changes
+# Every study ticks every task it plans, with the same digits: tests/test_contract.py.
 
 
 def test_training_runs_on_an_executor_tick_as_they_complete():

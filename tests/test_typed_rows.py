@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pytest
-
 from sdpa_cli import loader as spec_mod
 from sdpa_cli import registry
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import PART, as_row, internal, row_fields
-from sdpa_cli.studies.saturation import saturation_rows as sr
 
 
 @dataclass(frozen=True)
@@ -43,19 +40,7 @@ def _rows(study: str, **overrides):
     return result
 
 
-@pytest.mark.parametrize(("study", "overrides", "row_type"), [
-    ("softmax-sweep", {"dims": [8, 16], "keys": [4], "trials": 50, "seed": 1,
-                       "scalings": ["none", "softcap:5"], "additive": 8}, sr.SweepVectorRow),
-    ("softmax-sweep", {"score_stds": [0.5, 2.0], "keys": [4], "trials": 50, "seed": 1},
-     sr.SweepGaussianRow),
-    ("jacobian", {"dims": [8, 16], "keys": [4], "trials": 50, "seed": 1}, sr.JacobianVectorRow),
-    ("jacobian", {"score_stds": [0.5, 1.0, 2.0], "keys": [4], "trials": 50, "seed": 1},
-     sr.JacobianGaussianRow),
-    ("jacobian", {"margin": 2.0, "keys": [4, 8], "dim": 16}, sr.LeadingRow),
-])
-def test_every_row_carries_its_types_fields_in_order(study, overrides, row_type) -> None:
-    result = _rows(study, **overrides)
-    assert result.rows and all(tuple(r) == row_fields(row_type) for r in result.rows)
+# Every study's rows are of its declared row types: tests/test_contract.py.
 
 
 def test_softcap_score_law_is_reported_not_checked() -> None:

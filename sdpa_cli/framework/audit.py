@@ -10,6 +10,7 @@ errors of the estimate, since a document's random draw cannot be replayed exactl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -77,24 +78,28 @@ def compare(
     )
 
 
-def flatten(value: Any, quantity: str) -> Iterable[tuple[str, Printed]]:
-    """('weights[0]', [p, q]) → ('weights[0][0]', p), ('weights[0][1]', q): one per number."""
+def flatten(value: Any, quantity: str, at: tuple[int, ...] = ()
+            ) -> Iterable[tuple[str, Printed, tuple[int, ...]]]:
+    """('weights[0]', [p, q]) → ('weights[0][0]', p, (0,)), ('weights[0][1]', q, (1,)): one
+    per number, with its position inside the value."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            yield from flatten(item, f"{quantity}[{i}]")
+            yield from flatten(item, f"{quantity}[{i}]", (*at, i))
     else:
-        yield quantity, value
+        yield quantity, value, at
 
 
 def run_audit(
-    entries: Sequence[Documented], lookup: Lookup, k: float, document: str
+    entries: Sequence[Documented], lookup: Lookup, k: float, document: str, *, start: int = 0
 ) -> tuple[AuditEntry, ...]:
-    """One AuditEntry per printed number (lists are compared element by element)."""
+    """One AuditEntry per printed number (lists are compared element by element); each
+    records the index of its entry in the spec's `documented:` (entries[0] is `start`)."""
     out = []
-    for entry in entries:
-        for quantity, printed in flatten(entry.value, entry.quantity):
+    for j, entry in enumerate(entries, start):
+        for quantity, printed, at in flatten(entry.value, entry.quantity):
             computed, se = lookup(entry, quantity)
-            out.append(compare(entry, printed, quantity, computed, se, k, document))
+            a = compare(entry, printed, quantity, computed, se, k, document)
+            out.append(dataclasses.replace(a, entry=j, element=at))
     return tuple(out)
 
 

@@ -126,6 +126,12 @@ def divisor_label(s: Scaling, d: float | None) -> str:
     return f"÷{divisor:.4g}"
 
 
+def percent(share: float) -> str:
+    """A share of rows (0.63062) as every view shows it: 63.1%. One unit per quantity: the
+    tables (fmt "pct"), the findings and the figures all show shares in percent."""
+    return f"{plain(100.0 * share)}%"
+
+
 def plain(x: float, *, whole: bool = False) -> str:
     """Three significant digits, written out (1057, 3.46, 0.998) while that stays short;
     with `whole`, whole numbers as they are (d_k, n, a multiplier of 20)."""

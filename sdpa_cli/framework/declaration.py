@@ -40,6 +40,7 @@ class Flag:
 
     metavar: str | None = None  # e.g. "D [D ...]"; default from the field's type
     switch: bool = False  # a bool field as a plain flag that only turns it on (`--expand`)
+    repeat: bool = False  # a list flag that may also be given again (`--text a --text b`)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,15 @@ class Study:
     usage: tuple[str, ...] = ()  # example command lines for --help, each runnable
     flags: Mapping[str, Flag] = field(default_factory=dict)  # per-field flag presentation
     no_flag: tuple[str, ...] = ()  # fields a spec file may set but the command line may not
+    # The command's positional argument is a NAME of a shipped spec or a SPEC file; for a study
+    # whose input is named on its own (inspect's MODEL), anything else sets this field,
+    # after check_target (which raises the one-line InputError) has accepted it.
+    target_field: str | None = None
+    target_metavar: str = "[NAME or SPEC]"
+    check_target: Callable[[str], None] | None = None
+    # For examples that need files (a checkpoint): writes them into a folder and returns the
+    # spec fields that name them, merged into every example by the contract test.
+    example_files: Callable[[Path], Mapping[str, Any]] | None = None
     package: str = ""  # the study package's dotted name (filled in by register)
     summary: str = ""  # its line in the registry: the command's short help (filled in too)
 
@@ -126,6 +136,9 @@ def _spec_fields(study: Study) -> None:
     if study.spec.draws_random and "se_tolerance" not in model:
         _fail(study, "spec.se_tolerance", "a study that draws at random judges its Monte Carlo "
               "checks in standard errors: give its spec `se_tolerance: SeTolerance`")
+    if study.target_field is not None and study.target_field not in model:
+        _fail(study, "target_field", f"{study.spec.__name__} has no field "
+              f"{study.target_field!r}")
     for name in (*study.flags, *study.no_flag):
         if name not in model:
             _fail(study, f"flags.{name}", f"{study.spec.__name__} has no field {name!r}")
@@ -139,6 +152,8 @@ def _spec_fields(study: Study) -> None:
                   "choice or a list of those); list it in no_flag")
         if study.flags.get(name, Flag()).switch and flag_shape(info.annotation) != "bool":
             _fail(study, f"flags.{name}", "only a bool field can be a switch")
+        if study.flags.get(name, Flag()).repeat and flag_shape(info.annotation) != "list":
+            _fail(study, f"flags.{name}", "only a list field can be repeated")
 
 
 def _figures(study: Study) -> None:
@@ -178,6 +193,8 @@ def _example(study: Study) -> None:
         unknown = [k for k in example if k not in study.spec.model_fields]
         if unknown:
             _fail(study, f"examples[{i}]", f"{study.spec.__name__} has no field {unknown[0]!r}")
+        if study.example_files is not None:
+            continue  # it names files the contract test writes: validated there
         try:
             study.spec.model_validate({"study": study.name, "seed": 1, **example})
         except ValueError as e:  # a pydantic ValidationError, said in one line

@@ -16,7 +16,9 @@ class Column:
     """One column of a table: the row key, its header, and how to show its numbers."""
     key: str
     header: str
-    fmt: str = "g"  # "int", "g" (6 significant digits), "e" (scientific), "text", "list"
+    # "int", "g" (6 significant digits), "e" (scientific), "pct" (a share in percent),
+    # "text", "list"
+    fmt: str = "g"
     # Which columns a narrow terminal keeps: 0 always, then 1, 2, …; None: by position
     # (the first columns that name a row count as 0). Files always carry every column.
     priority: int | None = None
@@ -79,6 +81,10 @@ class Check:
     name: str
     passed: bool
     detail: str
+    # The spec fields this check is about, most specific first, as messages name fields
+    # ("scalings[1]", "dims[0]"): CI annotations put a failure on the first one the spec
+    # file writes (a default has no line). Empty: the spec as a whole.
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,10 @@ class AuditEntry:
     basis: str  # how the tolerance was set
     accepted: str | None = None  # why a known mismatch is accepted
     note: str | None = None
+    # Which `documented:` entry of the spec printed this number (its index), and where in
+    # that entry's value when the value is a list: CI annotations put a mismatch there.
+    entry: int | None = None
+    element: tuple[int, ...] = ()
 
     @property
     def unaccepted(self) -> bool:
@@ -163,7 +173,7 @@ class Result:
             "source": self.source,
             "spec": self.spec,
             "rows": list(self.rows),
-            "checks": [vars(c) for c in self.checks],
+            "checks": [{**vars(c), "fields": list(c.fields)} for c in self.checks],
             "audit": [
                 {
                     "source": a.source,
@@ -176,6 +186,8 @@ class Result:
                     "basis": a.basis,
                     "accepted": a.accepted,
                     "note": a.note,
+                    "entry": a.entry,
+                    "element": list(a.element),
                 }
                 for a in self.audit
             ],
@@ -220,8 +232,10 @@ class Result:
             title=str(doc.get("title") or doc.get("name", "")),
             source=str(doc.get("source", "")), description=str(layout.get("description", "")),
             spec=doc.get("spec") or {}, table=tables[0], tables=tuple(tables[1:]),
-            checks=tuple(Check(**c) for c in doc.get("checks") or []),
-            audit=tuple(AuditEntry(**a) for a in doc.get("audit") or []),
+            checks=tuple(Check(**{**c, "fields": tuple(c.get("fields") or ())})
+                         for c in doc.get("checks") or []),
+            audit=tuple(AuditEntry(**{**a, "element": tuple(a.get("element") or ())})
+                        for a in doc.get("audit") or []),
             theory=tuple(doc.get("theory") or []), findings=tuple(doc.get("findings") or []),
             expect=tuple(layout.get("expect") or []), notes=tuple(doc.get("notes") or []),
             figures=tuple(Figure(f["name"], f.get("kind", ""), f.get("title", ""), {},

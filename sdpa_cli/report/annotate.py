@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,10 @@ def github_mode(choice: str | None) -> str:
 
 def _documented_index(outcome: Outcome, a: AuditEntry) -> tuple[int, tuple[int, ...]] | None:
     """Which `documented:` entry of the spec produced this audit entry (and the list
-    position inside its value), matched on quantity, place and acceptance."""
+    position inside its value): as the study recorded it, else (a results.json written
+    before it was recorded) matched on quantity, place and acceptance."""
+    if a.entry is not None:
+        return a.entry, tuple(a.element)
     for j, e in enumerate(outcome.planned.spec.documented):
         if e.accepted != a.accepted or e.where not in a.source:
             continue
@@ -110,9 +114,31 @@ def outcome_findings(outcomes: Sequence[Outcome]) -> list[Finding]:
                                "sdpa audit", "audit"))
         for c in checks:
             if not c.passed and c.name != "audit":  # the audit is flagged entry by entry
-                out.append(Finding(f"{name}: {c.name}: {c.detail}", file, 1 if file else None,
-                                   1 if file else None, "sdpa check failed", "check"))
+                if not looked and file is not None:
+                    doc, looked = _marks(o.planned.file), True
+                line, col = _check_place(doc, c.fields) if file else (None, None)
+                out.append(Finding(f"{name}: {c.name}: {c.detail}", file, line, col,
+                                   "sdpa check failed", "check"))
     return out
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _check_place(doc: yamlio.Document | None, fields: tuple[str, ...]) -> tuple[int, int]:
+    """The spec line of the first field a check is about that the spec writes
+    ("scalings[1]": that entry; "dims": the key), else of `study:`; line 1 only when the
+    spec cannot be read again."""
+    if doc is None:
+        return 1, 1
+    for field in fields:
+        path: tuple[str | int, ...] = tuple(int(i) if i else str(k)
+                                            for k, i in _PART.findall(field))
+        if len(path) > 1 and path in doc.marks:
+            return doc.marks[path]
+        if path[:1] in doc.key_marks:
+            return doc.key_marks[path[:1]]
+    return doc.key_marks.get(("study",), (1, 1))
 
 
 def problem_findings(problems: Iterable[Problem]) -> list[Finding]:

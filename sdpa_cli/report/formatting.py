@@ -7,6 +7,7 @@ import math
 import re
 from typing import Any
 
+from sdpa_cli.framework.common import percent
 from sdpa_cli.framework.result import Column
 
 MISSING = "—"
@@ -29,6 +30,8 @@ def number(x: Any, fmt: str = "g") -> str:
             return str(int(x))
         if fmt == "e":
             return f"{x:.4e}"
+        if fmt == "pct":  # a share, stored as a fraction, shown in percent
+            return percent(x)
         if fmt.startswith("f") and fmt[1:].isdigit():
             return f"{x:.{fmt[1:]}f}"
         if x == 0:

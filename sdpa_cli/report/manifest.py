@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli import __version__, schemas
+from sdpa_cli.jsonio import MAX_DEPTH, JsonError, load_json
 from sdpa_cli.numerics.rng import BIT_GENERATOR
 from sdpa_cli.schemas.validate import Mismatch, check, finite
 
@@ -139,36 +140,6 @@ def batch_document_from(files: dict[str, bytes]) -> dict[str, Any]:
                         for name, data in sorted(files.items())]}
 
 
-# results.json, manifests and the batch's own records are bounded by the output budget
-# (spec.limits.MAX_OUTPUT, 100 MB); anything larger was not written by sdpa.
-MAX_JSON = 128 * 1024**2
-
-
-def load_json(path: Path, limit: int = MAX_JSON) -> Any:
-    """A JSON file sdpa wrote, read with bounded memory and never blocking: a FIFO, a
-    device, a symbolic link or a file over `limit` bytes is refused (ValueError) before a
-    byte is read; OSError and ValueError (bad JSON, not UTF-8) are the caller's to report."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{path.name} is not a regular file")
-        if info.st_size > limit:
-            raise ValueError(f"{path.name} is {info.st_size} bytes, more than sdpa writes")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:  # it grew after the fstat
-            raise ValueError(f"{path.name} is more than {limit} bytes")
-    finally:
-        os.close(fd)
-    return json.loads(b"".join(chunks).decode("utf-8"))
-
-
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
     """A manifest's content if it is a regular file holding a JSON object, else a reason."""
     try:
@@ -182,14 +153,11 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
     if info.st_size > _MAX_MANIFEST:
         return None, f"its {path.name} is too large to be sdpa's"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            raw = os.read(fd, _MAX_MANIFEST + 1)
-        finally:
-            os.close(fd)
-        doc = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):
-        return None, f"its {path.name} is not a JSON document sdpa wrote"
+        doc = load_json(path, what=path.name, max_bytes=_MAX_MANIFEST)
+    except JsonError as e:
+        return None, (f"its {path.name} nests more than {MAX_DEPTH} levels deep, deeper "
+                      "than sdpa writes" if e.reason == "depth"
+                      else f"its {path.name} is not a JSON document sdpa wrote")
     if not isinstance(doc, dict):
         return None, f"its {path.name} is not a JSON document sdpa wrote"
     return doc, ""
@@ -326,7 +294,7 @@ def own_fields_problem(folder: Path) -> str:
         return (f"{NAME}: {SELF_DIGEST}: expected the digest of the other fields; they were "
                 "edited since sdpa wrote them")
     try:  # up to the output budget, not the manifest's few megabytes
-        results = load_json(folder / "results.json")
+        results = load_json(folder / "results.json", what="results.json")
     except (OSError, ValueError, RecursionError):
         return "results.json: not a JSON document sdpa wrote"
     if not isinstance(results, dict):

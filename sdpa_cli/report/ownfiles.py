@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import errno
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from sdpa_cli import schemas
 from sdpa_cli.errors import InputError, Problem
-from sdpa_cli.report import manifest
+from sdpa_cli.jsonio import load_json
 from sdpa_cli.schemas.validate import Mismatch, check, finite
 
 # What a killed sdpa leaves beside the files and folders it writes: `.NAME.tmp-PID-HEX`
@@ -23,9 +24,12 @@ def is_leftover(name: str) -> bool:
 
 
 def parse(path: Path) -> Any:
-    """The one place sdpa parses a JSON file of its own: bounded in size, regular files only
-    (ValueError, OSError for the caller). A stricter reader can be swapped in here."""
-    return manifest.load_json(path)
+    """The one place sdpa parses a JSON file of its own: jsonio's bounded reader (size,
+    depth, regular files; a JsonError is one line, exit 2). A missing file is
+    FileNotFoundError, for the callers to whom that means "no record"."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    return load_json(path, what=path.name)
 
 
 def read(path: Path, schema: str, *, shown: str | None = None) -> dict[str, Any]:
@@ -33,25 +37,7 @@ def read(path: Path, schema: str, *, shown: str | None = None) -> dict[str, Any]
     that is unreadable, not JSON, or not of that shape is InputError (exit 2), one line
     naming the file, the field and what was expected. FileNotFoundError passes through."""
     name = shown or str(path)
-    try:
-        doc = parse(path)
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
-    except json.JSONDecodeError as e:
-        raise InputError(Problem(f"not JSON ({e.msg} at line {e.lineno} column {e.colno}); "
-                                 "the file is damaged", file=name)) from None
-    except UnicodeDecodeError:
-        raise InputError(Problem("not UTF-8 text; the file is damaged", file=name)) from None
-    except RecursionError:
-        raise InputError(Problem("nested too deep to be a file sdpa wrote; the file is damaged",
-                                 file=name)) from None
-    except ValueError as e:  # the bounded reader's refusals: "is N bytes, more than sdpa writes"
-        why = str(e).removeprefix(f"{path.name} ")
-        if "digits" in why:  # Python's own limit on a whole number's digits, in its words
-            why = "holds a whole number of over 4300 digits; the file is damaged"
-        raise InputError(Problem(why, file=name)) from None
+    doc = parse(path)
     try:
         check(doc, schemas.load(schema))
         finite(doc)

@@ -23,8 +23,10 @@ def console(file=None) -> Console:
     stream = file or sys.stderr
     is_tty = hasattr(stream, "isatty") and stream.isatty()
     columns = os.environ.get("COLUMNS", "")
-    width = None if is_tty else (int(columns) if columns.isdigit() and int(columns) > 20
-                                 else 140)
+    # ASCII digits, at most 5 of them: "²" passes isdigit() but not int(), and 5000 digits
+    # pass neither Python's parsing limit nor any terminal
+    given = columns.isascii() and columns.isdigit() and len(columns) <= 5
+    width = None if is_tty else (int(columns) if given and int(columns) > 20 else 140)
     return Console(file=stream, width=width, highlight=False, soft_wrap=False,
                    force_terminal=None if is_tty else False)
 

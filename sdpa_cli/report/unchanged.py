@@ -82,9 +82,11 @@ def recorded(folder: Path) -> tuple[tuple[Check, ...], tuple[AuditEntry, ...]]:
     """The checks and audit a kept run folder's results.json holds (for JUnit, annotations)."""
     try:
         doc = ownfiles.read(folder / "results.json", "result")
-        checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]))
+        checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]),
+                             tuple(str(f) for f in c.get("fields") or ()))
                        for c in doc.get("checks", []))
-        audit = tuple(AuditEntry(**{k: a.get(k) for k in AuditEntry.__dataclass_fields__})
+        audit = tuple(AuditEntry(**{**{k: a.get(k) for k in AuditEntry.__dataclass_fields__},
+                                    "element": tuple(a.get("element") or ())})
                       for a in doc.get("audit", []))
     except (OSError, InputError):
         return (), ()

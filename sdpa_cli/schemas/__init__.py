@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
+
+from sdpa_cli.jsonio import load_json
 
 NAMES = ("result", "batch", "examples", "compare", "manifest", "batch-manifest", "lastfailed")
 FOLDER = Path(__file__).parent
@@ -14,5 +15,5 @@ FOLDER = Path(__file__).parent
 @functools.cache
 def load(name: str) -> dict[str, Any]:
     """The schema called `name` (one of NAMES) as a dict (read once; do not change it)."""
-    doc: dict[str, Any] = json.loads((FOLDER / f"{name}.json").read_text(encoding="utf-8"))
+    doc: dict[str, Any] = load_json(FOLDER / f"{name}.json", what=f"the {name} schema")
     return doc

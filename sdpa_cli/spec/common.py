@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -143,16 +144,35 @@ class Printed:
             raise ValueError(f"cannot read {text!r} as a printed number")
         digits = m["int"].replace(",", "") or "0"
         frac = m["frac"] or ""
+        exp_text = (m["exp"] or m["exp10"] or "0").lstrip("+-")
+        # Counted before int(): an exponent of 5000 digits is past Python's limit on parsing
+        # digits, and one of 400 overflows 10.0 ** exp (OverflowError, not a ValueError).
+        if len(exp_text.lstrip("0")) > 5:
+            raise ValueError(f"{_short(text)}: an exponent of {len(exp_text)} digits is beyond "
+                             "float64's range")
         exp = int(m["exp"] or m["exp10"] or 0)
         value = float(f"{digits}.{frac or '0'}e{exp}")
-        unit = 10.0 ** (exp - len(frac))
+        if not math.isfinite(value):
+            raise ValueError(f"{_short(text)} is beyond float64's range (about ±1.8e+308)")
+        if value == 0 and (digits + frac).strip("0"):
+            raise ValueError(f"{_short(text)} is below float64's smallest number (5e-324); "
+                             "it would be read as 0")
+        try:
+            unit = 10.0 ** (exp - len(frac))
+        except OverflowError:
+            raise ValueError(f"{_short(text)}: its last digit's unit is beyond float64's "
+                             "range") from None
         if m["pct"]:
             value, unit = value / 100.0, unit / 100.0
         if m["sign"] in ("-", "−"):
             value = -value
-        if not math.isfinite(value):
-            raise ValueError(f"{text!r} is not a finite number")
         return cls(value, unit, text.strip(), bool(m["approx"]))
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """repr() of a printed value for a one-line message, cut to `limit` characters."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[:limit - 4] + "...'"
 
 
 PrintedTree = Printed | list["PrintedTree"]
@@ -230,6 +250,12 @@ class SpecBase(Model):
         if why:
             raise ValueError(why)
         return v
+
+    @classmethod
+    def resolve_paths(cls, data: dict[str, Any], base: Path) -> dict[str, Any]:
+        """A spec's raw fields with the file names it gives made relative to `base`, its
+        own folder (most specs name no files)."""
+        return data
 
     @property
     def document(self) -> str:

@@ -278,10 +278,24 @@ class _Builder:
                     col=node.start_mark.column + 1, field=_field_name(path) or None)
         )
 
-    def build(self, node: yaml.Node, path: Path_) -> Any:
+    def build(self, node: yaml.Node, path: Path_, parent: yaml.Node | None = None,
+              via: yaml.Node | None = None) -> Any:
+        """Python data of node at path; `via` is the innermost written node holding the first
+        alias (*name) on the way here, where a limit broken by the expansion is reported."""
+        if via is None and parent is not None and _reached_by_alias(node, parent):
+            via = parent
         self.count += 1
         if self.count > MAX_NODES:
-            raise self._fail(node, f"more than {MAX_NODES} values (alias expansion?)", path)
+            raise self._fail(via or node, f"more than {MAX_NODES} values once aliases (*name) "
+                             "are expanded; a spec is a page of values: write them out or use "
+                             "fewer aliases", path[:1])
+        # The text was nested at most MAX_DEPTH deep (_check_depth), but an alias puts a whole
+        # anchored tree at its place, so chained anchors nest deeper once expanded: 20 anchors
+        # of 31 levels make 620, and this walk (and every one after it) recurses per level.
+        if len(path) > MAX_DEPTH:
+            raise self._fail(via or node, f"nested more than {MAX_DEPTH} levels deep once "
+                             "aliases (*name) are expanded; a spec is a few levels of keys and "
+                             "lists: write the value out instead of nesting aliases", path[:1])
         self.doc.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if node.tag not in _PLAIN_TAGS:  # !!python/… and other types are refused, not built
             raise self._fail(node, f"unsupported YAML tag {_tag(node.tag)}", path)
@@ -311,10 +325,10 @@ class _Builder:
                                                f"{first})", child)
                 self.doc.key_marks[child] = (key_node.start_mark.line + 1,
                                              key_node.start_mark.column + 1)
-                out[key] = self.build(value_node, child)
+                out[key] = self.build(value_node, child, node, via)
             return out
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+            return [self.build(item, (*path, i), node, via) for i, item in enumerate(node.value)]
         self.doc.texts[path] = node.value
         try:
             value = self.loader.construct_object(node, deep=True)
@@ -338,6 +352,14 @@ class _Builder:
         if node.style is not None:
             return "tag:yaml.org,2002:str"
         return str(self.loader.resolve(yaml.ScalarNode, node.value, (True, False)))
+
+
+def _reached_by_alias(node: yaml.Node, parent: yaml.Node) -> bool:
+    """Is node an alias's target rather than text written inside parent? The composer hands
+    an alias the anchored node itself, which lies outside the parent's text (or is it)."""
+    inside = (parent.start_mark.index <= node.start_mark.index
+              and node.end_mark.index <= parent.end_mark.index)
+    return node is parent or not inside
 
 
 def _control(text: str) -> str | None:
@@ -376,11 +398,15 @@ field_name = _field_name
 
 def scalar(text: str) -> Any:
     """Type a command-line value the way YAML types a plain scalar: '1e3' → 1000.0,
-    'true' → True, '-0.5' → -0.5, anything else stays text."""
+    'true' → True, '-0.5' → -0.5, anything else stays text. A number beyond float64's range
+    raises OutOfRange, as it does in a spec file (kept as text, it would reach pydantic as a
+    whole number and overflow the first float() it met)."""
     loader = _Loader("")
     tag = loader.resolve(yaml.ScalarNode, text, (True, False))
     node = yaml.ScalarNode(tag, text)
     try:
         return loader.construct_object(node, deep=True)
+    except OutOfRange:
+        raise
     except (yaml.YAMLError, ValueError):
         return text

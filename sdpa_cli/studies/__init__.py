@@ -9,4 +9,5 @@ STUDIES: dict[str, str] = {
     "worked-example": "Replay the documents' examples; audit their numbers.",
     "gradients": "Gradients through one attention layer versus d_k.",
     "train": "Train one attention head with and without scaling.",
+    "inspect": "Attention in a real checkpoint (BERT, GPT-2, Llama).",
 }

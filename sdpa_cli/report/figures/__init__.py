@@ -12,10 +12,11 @@ import numpy as np
 from sdpa_cli.framework.result import Figure
 
 
-def render(figure: Figure, folder: Path, *, draw: Callable[[Figure], Any], svg: bool = False,
-           dpi: int | None = None) -> list[Path]:
-    """Write folder/<name>.png (and .svg) with `draw`, the renderer the study declares for
-    figure.kind; returns the paths written."""
+def render(figure: Figure, folder: Path | None, *, draw: Callable[[Figure], Any],
+           svg: bool = False, dpi: int | None = None) -> Any:
+    """Draw `figure` with `draw`, the renderer the study declares for figure.kind, in sdpa's
+    style; write folder/<name>.png (and .svg) and return the paths written, or with no
+    folder return the matplotlib figure itself (the Python API's figures())."""
     # Lazy on purpose: style loads matplotlib, which a run with --no-plots never needs.
     from sdpa_cli.framework import figure_style as style
 
@@ -25,4 +26,6 @@ def render(figure: Figure, folder: Path, *, draw: Callable[[Figure], Any], svg: 
     with style.context(), warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         fig = draw(figure)
+        if folder is None:
+            return fig
         return style.save(fig, folder / figure.name, svg=svg, dpi=dpi)

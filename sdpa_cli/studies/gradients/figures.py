@@ -77,13 +77,14 @@ def draw_frozen(figure: Figure) -> Any:  # a matplotlib Figure
     ax = axes[0][0]
     for i, s in enumerate(series):
         x = np.asarray(s["dims"], dtype=float)
-        share, se = _arr(s["frozen"]), _arr(s["frozen_se"])
+        # in percent, as the table and the findings show the share
+        share, se = 100.0 * _arr(s["frozen"]), 100.0 * _arr(s["frozen_se"])
         ax.errorbar(x, share, yerr=2.0 * se, fmt="o-", color=style.color(i), ms=4, lw=1.3,
                     capsize=3, label=s["scaling"])
     _dim_ticks(ax, dims)
-    ax.set_ylim(-0.03, 1.03)
+    ax.set_ylim(-3, 103)
     ax.set_xlabel("d_k (log scale)")
-    ax.set_ylabel(f"share of rows with ‖J‖_F < {style.num(figure.data['below'])}")
+    ax.set_ylabel(f"% of rows with ‖J‖_F < {style.num(figure.data['below'])}")
     ax.set_title(f"{figure.title}\n{figure.data['sizes']}", fontsize=10)
     style.legend_outside(ax)
     return fig

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from sdpa_cli.framework.audit import selector_problem
-from sdpa_cli.framework.common import assemble, own_se, row_lookup
+from sdpa_cli.framework.common import assemble, own_se, percent, row_lookup
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
@@ -74,7 +74,7 @@ COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
     Column("scaling", "scaling", "text", priority=0),
     Column("score_std", "score sd", priority=1),
-    Column("frozen_share", "frozen rows", priority=1),
+    Column("frozen_share", "frozen rows", "pct", priority=1),
     Column("grad_wq_mean", "‖∂W_Q‖ mean", priority=0),
     Column("grad_wq_median", "‖∂W_Q‖ median", priority=0),
     Column("grad_wq_se", "se", "e", priority=3),
@@ -133,10 +133,11 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
     typed: list[GradientRow] = []
     checks: list[Check] = []
     for i, d in enumerate(spec.dims):
-        for rule, values in zip(spec.scalings, _values_at(spec, i, d, ctx), strict=True):
+        for j, (rule, values) in enumerate(zip(spec.scalings, _values_at(spec, i, d, ctx),
+                                               strict=True)):
             row = _row(spec, d, rule, values)
             typed.append(row)
-            checks.append(_check(row, k))
+            checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
     typed_slopes = slope_rows(spec, rows)
     checks.extend(slope_checks(spec, rows, typed_slopes, k))
@@ -233,7 +234,7 @@ def findings(spec: GradientsSpec, rows: Sequence[Row], slopes: Sequence[Row]
             f"{rule.label}: the gradient on W_Q {trend} from d_k = {lo} to {hi} (mean "
             f"{_g(first['grad_wq_mean'])} → {_g(last['grad_wq_mean'])}{fit}; median "
             f"{_g(first['grad_wq_median'])} → {_g(last['grad_wq_median'])}); frozen rows "
-            f"{first['frozen_share']:.1%} → {last['frozen_share']:.1%}.")
+            f"{percent(first['frozen_share'])} → {percent(last['frozen_share'])}.")
     raw = [r for r in rows if r["scaling"] == "none"]
     if lo != hi and raw and raw[0]["grad_wq_mean"] and raw[-1]["grad_wq_mean"] is not None:
         grows = raw[-1]["grad_wq_mean"] >= raw[0]["grad_wq_mean"]

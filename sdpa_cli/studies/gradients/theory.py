@@ -168,7 +168,8 @@ def slope_checks(spec: GradientsSpec, rows: Sequence[Mapping[str, Any]],
             continue
         name = f"{r.scaling} {r.gradient} slope"
         if r.end_slope is None or r.end_slope_se is None:
-            out.append(Check(name, False, "no last-step slope (a mean norm not finite or 0)"))
+            out.append(Check(name, False, "no last-step slope (a mean norm not finite or 0)",
+                             fields=("dims",)))
             continue
         last = (f"last-step slope (d_k {dims[-2]} → {dims[-1]}) {r.end_slope:+.3f} ± "
                 f"{r.end_slope_se:.3f}")
@@ -178,11 +179,12 @@ def slope_checks(spec: GradientsSpec, rows: Sequence[Mapping[str, Any]],
         if bend is not None:
             out.append(Check(name, True, f"{last}; the step before {bend}: still bending, "
                              f"so the d_k → ∞ slope {r.theory_slope:+g} is not reached at "
-                             f"these d_k (not checked){whole}"))
+                             f"these d_k (not checked){whole}", fields=("dims",)))
             continue
         out.append(Check(
             name, abs(r.end_slope - r.theory_slope) <= k * r.end_slope_se,
-            f"{last} vs d_k → ∞ theory {r.theory_slope:+g} (pass: within {k:g} se){whole}"))
+            f"{last} vs d_k → ∞ theory {r.theory_slope:+g} (pass: within {k:g} se){whole}",
+            fields=("dims",)))  # a slope across the d_k listed
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -224,8 +225,9 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext
             row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0], n)
             rows.append(row)
             if row.scores.theory_score_var is not None:
-                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores,
-                                                 spec.se_tolerance))
+                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores,
+                                                 spec.se_tolerance),
+                                      fields=("additive",)))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 

@@ -104,7 +104,7 @@ def slope_rows(keys: list[int], stds: list[float], rows: Sequence[Mapping[str, A
                 checks.append(Check(
                     f"s={s:g} {name} slope vs n", bool(agrees),
                     f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs exact {exact_slope:+.4f} at "
-                    f"these n; pass: within {k:g} se"))
+                    f"these n; pass: within {k:g} se", fields=("keys",)))
     return out, checks
 
 

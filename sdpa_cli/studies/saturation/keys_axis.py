@@ -116,7 +116,7 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                     checks.append(Check(
                         f"d={d} {label} {name} slope vs n", bool(agrees),
                         f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
-                        f"these n; pass: within {k:g} se"))
+                        f"these n; pass: within {k:g} se", fields=("keys",)))
     return out, checks
 
 

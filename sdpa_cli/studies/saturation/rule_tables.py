@@ -164,12 +164,13 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                     finite_d_theory_slope=finite(finite_th) if finite_th is not None else None,
                     agrees=agrees))
                 if agrees is not None:
-                    checks.append(Check(
+                    checks.append(Check(  # a slope across the dims listed
                         f"n={n} {label} {name} slope", bool(agrees),
                         f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
                         f"these d (large-d {asym:+g}); pass: within {k:g} se"
                         if asym is not None else
-                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f}"))
+                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f}",
+                        fields=("dims",)))
     return out, checks
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -257,6 +257,7 @@ def gaussian_check(n: int, s_values: Sequence[float], cell: Cell, k: float) -> C
         f"n={n} scores", abs(zz) <= k and abs(zm) <= k,
         f"first score of each row: variance z = {zz:+.2f}, mean z = {zm:+.2f} (pass: within "
         f"±{k:g}); every s = {', '.join(f'{s:g}' for s in s_values)} scales these draws",
+        fields=("score_stds",),
     )
 
 
@@ -333,12 +334,15 @@ def cell_checks(spec: SaturationFields, d: int, n: int, laws: Sequence[ScoreLaw]
     the same draws, so their z is the same number) and one for the cosines."""
     out = []
     seen = set()
-    for scaling, law in zip(spec.scalings, laws, strict=True):
+    for j, (scaling, law) in enumerate(zip(spec.scalings, laws, strict=True)):
         own = scaling.norm is not None or scaling.cap is not None
         kind = scaling.label if own else ("cosine" if scaling.cosine else "raw")
         if kind in seen:
             continue
         seen.add(kind)
         what = scaling.label if own else ("cos(q, k)" if scaling.cosine else "q·k")
-        out.append(score_check(f"d={d} n={n} {what}", law, k))
+        # a rule with a law of its own is about that rule; q·k and cos(q, k) are about the
+        # distribution the draws come from
+        out.append(replace(score_check(f"d={d} n={n} {what}", law, k),
+                           fields=(f"scalings[{j}]",) if own else ("distribution", "dims")))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ VECTOR_COLUMNS = (
     Column("implied_score_std", "implied s"),
     Column("mean_max_prob", "mean max weight"),
     Column("mean_entropy", "mean entropy"),
-    Column("saturated_fraction", "saturated"),
+    Column("saturated_fraction", "saturated", "pct"),
     Column("score_var_z", "score z", "f2"),
 )
 GAUSSIAN_COLUMNS = (
@@ -61,7 +62,7 @@ GAUSSIAN_COLUMNS = (
     Column("entropy_small_s", "ln n − (n−1)s²/2n"),
     Column("mean_participation", "mean Σp²"),
     Column("rem_participation", "REM 1 − s_c/s"),
-    Column("saturated_fraction", "saturated"),
+    Column("saturated_fraction", "saturated", "pct"),
 )
 
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
@@ -222,7 +223,8 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
                               spec.threshold, None)
             rows.append(row)
             if row.scores.theory_score_var is not None:
-                checks.append(shared.score_check(f"d={d} n={n} additive", row.scores, k))
+                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores, k),
+                                      fields=("additive",)))
         if want_picture:
             picture = _picture(spec, law, unit, d, n, cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from sdpa_cli.framework.common import assemble, finite, row_lookup
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row, row_fields
 from sdpa_cli.numerics import recall
-from sdpa_cli.numerics.blocks import Tick
+from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
@@ -92,39 +93,20 @@ def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
         data_rng=block_generator(spec.seed, (c.dim, seed_index, 1)))
 
 
-def _ticked(tick: Tick | None, log: recall.TrainLog) -> recall.TrainLog:
-    """`log` unchanged, one training run counted done."""
-    if tick is not None:
-        tick(0, 1)
-    return log
+def _train_block(spec: TrainSpec, plan: Sequence[tuple[Config, int]], b: int
+                 ) -> recall.TrainLog:
+    """Block b of the fold: the b-th training run of the plan (module level: it pickles)."""
+    return train_one(spec, *plan[b])
 
 
 def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
     plan = [(c, s) for c in configs(spec) for s in range(spec.seeds)]
-    tick = ctx.tick  # progress: one tick per training run completed (counts, never values)
-    if tick is not None:
-        tick(len(plan), 0)
-    if ctx.executor is not None:  # a cluster (--scheduler): one task per training run
-        futures = [ctx.executor.submit(train_one, spec, c, s) for c, s in plan]
-        if tick is not None:
-            for f in futures:
-                f.add_done_callback(
-                    lambda f: tick(0, 1) if not f.cancelled() and f.exception() is None
-                    else None)
-        try:
-            logs = [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-    elif ctx.workers > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        # Each run owns its generators, so the order of execution changes no digit.
-        with ThreadPoolExecutor(ctx.workers) as pool:
-            logs = list(pool.map(lambda cs: _ticked(tick, train_one(spec, *cs)), plan))
-    else:
-        logs = [_ticked(tick, train_one(spec, c, s)) for c, s in plan]
+    # One block per training run, through the same fold as every study's blocks: threads,
+    # an executor or a cluster, progress ticks; each run owns its generators, so neither the
+    # order of execution nor the number of workers changes a digit.
+    logs: list[recall.TrainLog] = fold_blocks(
+        len(plan), functools.partial(_train_block, spec, plan), lambda acc, log: [*acc, log],
+        [], workers=ctx.workers, executor=ctx.executor, tick=ctx.tick)
     by_config: dict[Config, list[recall.TrainLog]] = {}
     for (c, _), log in zip(plan, logs, strict=True):
         by_config.setdefault(c, []).append(log)
@@ -239,7 +221,7 @@ def _checks(spec: TrainSpec, rows: list[TrainRow]) -> list[Check]:
         detail = (f"no configuration reaches {spec.target_accuracy:g} accuracy in every seed "
                   f"within {spec.steps} steps: the task is not learnt, so the runs compare "
                   "nothing; raise steps or lower target_accuracy")
-    return [Check("task learnt", bool(full), detail)]
+    return [Check("task learnt", bool(full), detail, fields=("steps",))]
 
 
 def _theory(spec: TrainSpec) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from sdpa_cli.framework.audit import (
@@ -61,10 +62,10 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
             cosine=want_cosine, scale=scale, tick=ctx.tick,
         )
         per_dim.append((d, mom, stats))
-        for scaling in spec.scalings:
+        for j, scaling in enumerate(spec.scalings):
             row = _row(d, scaling, law, unit, mom, stats, k)
             typed.append(row)
-            checks.append(_check(row, k))
+            checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
     return assemble(
         spec, study="variance", title="Dot-product variance versus dimension",
@@ -205,8 +206,9 @@ def _check(row: VarianceRow, k: float) -> Check:
 def _se(row: Mapping[str, Any], name: str) -> float | None:
     """The variance's se is the row's `se`; the std's follows by the delta method."""
     if name == "std" and row["se"] is not None and row["std"]:
-        return float(row["se"]) / (2.0 * row["std"])
-    return {"variance": row["se"], "mean": row["mean_se"]}.get(name)
+        return float(row["se"]) / (2.0 * float(row["std"]))
+    se = {"variance": row["se"], "mean": row["mean_se"]}.get(name)
+    return None if se is None else float(se)
 
 
 def findings(rows: list[VarianceRow]) -> tuple[str, ...]:

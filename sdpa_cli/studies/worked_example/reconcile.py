@@ -63,7 +63,7 @@ def documented_problem(spec: WorkedExampleSpec, entry: Documented) -> str | None
                          for n in qty if "." in n})
         return (f"no quantity {name!r} in {run.part.kind} part {part_name!r}{hint}; "
                 f"quantities: {plain}" + (f"; also {', '.join(dotted)}" if dotted else ""))
-    for quantity, _printed in flatten(entry.value, entry.quantity):
+    for quantity, _printed, _at in flatten(entry.value, entry.quantity):
         _, idx = split_quantity(quantity)
         value = pick(_listed(qty[name]), idx)
         if not isinstance(value, int | float):

@@ -35,16 +35,18 @@ def run(spec: WorkedExampleSpec, ctx: RunContext = SERIAL) -> Result:
     runs = runs_for(spec)
     audit: list[AuditEntry] = []
     lookup = make_lookup(runs, spec)
-    for entry in spec.documented:
+    for j, entry in enumerate(spec.documented):
         part = part_of(spec, entry)
         run_ = runs.get(part or "")
         resolved = resolve_bare(entry, run_.quantities) if run_ else entry
-        for a in run_audit([resolved], lookup, 1.0, spec.document):
+        for a in run_audit([resolved], lookup, 1.0, spec.document, start=j):
             a = explain_by_printed_divisor(a, run_) if run_ else a
             if len(spec.parts) > 1:  # the same quantity exists in every part: say whose
                 a = dataclasses.replace(a, quantity=f"{part}/{a.quantity}")
             audit.append(a)
-    checks = [_sanity(r) for r in runs.values() if r.part.kind == "attention"]
+    where = {p.name: i for i, p in enumerate(spec.parts)}
+    checks = [dataclasses.replace(_sanity(r), fields=(f"parts[{where[r.part.name]}]",))
+              for r in runs.values() if r.part.kind == "attention"]
     check = audit_check(audit)
     if check:
         checks.append(check)
@@ -77,7 +79,7 @@ def run(spec: WorkedExampleSpec, ctx: RunContext = SERIAL) -> Result:
         audit=tuple(audit),
         theory=_theory(runs.values()),
         notes=tuple(notes),
-        figures=figures,
+        figures=tuple(figures),
         panels=tuple(panels),
         extra=extra,
     )

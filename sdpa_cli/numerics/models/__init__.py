@@ -1,0 +1,1 @@
+"""Forward passes of real transformer families in NumPy: what each layer's attention sees."""

@@ -1,0 +1,210 @@
+"""Pieces every family shares: the weight reader, norms, activations, masked softmax, init draws."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.polynomial import chebyshev
+from numpy.typing import NDArray
+
+Array = NDArray[np.floating[Any]]
+F64 = NDArray[np.float64]
+# name (without the checkpoint's prefix such as "bert.") → that tensor, any float dtype.
+# KeyError when the checkpoint has no such tensor; the caller owns every file.
+Reader = Callable[[str], NDArray[Any]]
+
+
+@dataclass(frozen=True)
+class LayerOut:
+    """One layer as its attention sees it.
+
+    q, k: (sequences, query heads, n, head_dim), after biases and RoPE; under GQA each query
+    head carries the key head it shares. scale: the model's own multiplier on q·k. causal:
+    query i sees keys 0…i. hidden: the residual stream after the layer (for decoders, the
+    last layer's is after the final norm, as transformers reports it)."""
+
+    q: Array
+    k: Array
+    scale: float
+    causal: bool
+    hidden: Array
+
+
+class ConfigError(ValueError):
+    """A config lacks a field its family needs, or holds one we cannot honour."""
+
+
+def need(config: Mapping[str, Any], *names: str) -> Any:
+    """The first of `names` present in the config; ConfigError naming them all otherwise."""
+    for name in names:
+        if config.get(name) is not None:
+            return config[name]
+    raise ConfigError(f"the config has no {' or '.join(repr(n) for n in names)}")
+
+
+def weight(read: Reader, name: str, dtype: type) -> Array:
+    out: Array = np.asarray(read(name), dtype=dtype)
+    return out
+
+
+def optional(read: Reader, name: str, dtype: type) -> Array | None:
+    """A tensor the family may or may not have (q/k/v biases): None when absent."""
+    try:
+        return weight(read, name, dtype)
+    except KeyError:
+        return None
+
+
+def layer_norm(x: Array, w: Array, b: Array, eps: float) -> Array:
+    mu = x.mean(axis=-1, keepdims=True)
+    c = x - mu
+    var = np.mean(c * c, axis=-1, keepdims=True)
+    out: Array = c / np.sqrt(var + eps) * w + b
+    return out
+
+
+def rms_norm(x: Array, w: Array, eps: float) -> Array:
+    out: Array = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+    return out
+
+
+# NumPy has no erf, and BERT's GELU needs it exact. Two polynomial pieces, each the
+# Chebyshev interpolant of math.erf (error ~1e-15): erf(x) = x·A(x²) for |x| ≤ 2, and
+# erfc(x) = exp(−x²)/x · B(1/x²) for 2 < |x| < 6 (both smooth there); erf = ±1 beyond 6.
+_SPLIT, _TOP = 2.0, 6.0
+_U0, _U1 = 1.0 / _TOP**2, 1.0 / _SPLIT**2
+
+
+def _fit(f: Callable[[F64], F64], degree: int) -> F64:
+    """Power-basis coefficients in t ∈ [−1, 1], highest power first (for Horner)."""
+    cheb: Any = chebyshev.chebinterpolate  # numpy's stubs want a scalar-valued f
+    out: F64 = np.asarray(chebyshev.cheb2poly(cheb(f, degree)), dtype=np.float64)[::-1]
+    return out
+
+
+def _erf_small(t: F64) -> F64:  # A(z) = erf(√z)/√z with z = 2(t + 1) ∈ [0, 4]
+    r = np.sqrt(2.0 * (t + 1.0))
+    safe = np.where(r > 0, r, 1.0)
+    out: F64 = np.where(r > 0, _ERF(r) / safe, 2.0 / math.sqrt(math.pi))
+    return out
+
+
+def _erf_large(t: F64) -> F64:  # B(u) = erfc(x)·x·exp(x²) with u = 1/x² ∈ [1/36, 1/4]
+    x = 1.0 / np.sqrt(_U0 + (t + 1.0) * (_U1 - _U0) / 2.0)
+    out: F64 = _ERFC(x) * x * np.exp(x * x)
+    return out
+
+
+_ERF = np.vectorize(math.erf)
+_ERFC = np.vectorize(math.erfc)
+# float64 pieces (≤ 5e-15), and shorter ones for float32 input (≤ 1e-7, float32's own
+# resolution): the GELU is half of a float32 BERT forward otherwise.
+_PIECES = {np.dtype(np.float64): (_fit(_erf_small, 18), _fit(_erf_large, 14)),
+           np.dtype(np.float32): (_fit(_erf_small, 10), _fit(_erf_large, 7))}
+
+
+def _horner(coef: F64, t: Array) -> Array:
+    acc = np.full_like(t, coef[0])
+    for c in coef[1:]:
+        acc *= t  # in place: no temporaries per degree
+        acc += c
+    return acc
+
+
+def erf(x: Array) -> Array:
+    """erf elementwise: ~1e-15 in float64, ~1e-7 in float32 (two polynomial pieces, odd)."""
+    a = np.abs(x)
+    small_poly, large_poly = _PIECES.get(a.dtype, _PIECES[np.dtype(np.float64)])
+    out = np.ones_like(a)
+    small = a <= _SPLIT
+    xs = a[small]
+    out[small] = xs * _horner(small_poly, xs * xs / 2.0 - 1.0)
+    large = ~small & (a < _TOP)
+    xl = a[large]
+    t = (1.0 / (xl * xl) - _U0) * (2.0 / (_U1 - _U0)) - 1.0
+    out[large] = 1.0 - np.exp(-xl * xl) / xl * _horner(large_poly, t)
+    result: Array = np.copysign(out, x)
+    return result
+
+
+def gelu(x: Array) -> Array:
+    """GELU with the exact erf (BERT's "gelu")."""
+    out: Array = 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    return out
+
+
+def gelu_tanh(x: Array) -> Array:
+    """GELU's tanh form (GPT-2's "gelu_new")."""
+    out: Array = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return out
+
+
+def silu(x: Array) -> Array:
+    out: Array = x / (1.0 + np.exp(-x))
+    return out
+
+
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
+    "gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "silu": silu,
+    "swish": silu, "relu": lambda x: np.maximum(x, 0.0),
+}
+
+
+def activation(name: str) -> Callable[[Array], Array]:
+    if name not in ACTIVATIONS:
+        raise ConfigError(f"activation {name!r} is not supported; known: "
+                          f"{', '.join(sorted(ACTIVATIONS))}")
+    return ACTIVATIONS[name]
+
+
+def heads(x: Array, count: int, dim: int) -> Array:
+    """(sequences, n, count·dim) → (sequences, count, n, dim)."""
+    s, n, _ = x.shape
+    return x.reshape(s, n, count, dim).transpose(0, 2, 1, 3)
+
+
+def merge(x: Array) -> Array:
+    """(sequences, heads, n, dim) → (sequences, n, heads·dim)."""
+    s, h, n, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(s, n, h * d)
+
+
+def attend(q: Array, k: Array, v: Array, scale: float, causal: bool) -> Array:
+    """softmax(scale·q·kᵀ, masked) · v per head; k and v already carry one head per query head.
+    One sequence at a time: the n × n weights of one sequence's heads are held at once."""
+    n = q.shape[-2]
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
+    out: Array = np.empty((*q.shape[:-1], v.shape[-1]), dtype=np.result_type(q, v))
+    for i in range(q.shape[0]):
+        s = np.matmul(q[i], np.swapaxes(k[i], -1, -2)) * scale
+        if allowed is not None:
+            s = np.where(allowed, s, -np.inf)
+        s = s - s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=-1, keepdims=True)
+        out[i] = np.matmul(p, v[i])
+    return out
+
+
+def init_reader(shapes: Mapping[str, Sequence[int]], std: float, seed: int) -> Reader:
+    """The family's initialisation, read like a checkpoint: matrices and embeddings iid
+    N(0, std²), biases 0, norm weights (1-D `.weight`) 1. Each tensor is drawn from its own
+    stream (seed, crc32 of its name), so reading order and skipped tensors change nothing."""
+
+    def read(name: str) -> NDArray[np.float64]:
+        shape = tuple(shapes[name])  # KeyError: the architecture has no such tensor
+        if name.endswith(".bias"):
+            return np.zeros(shape)
+        if len(shape) == 1:
+            return np.ones(shape)
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+            seed, spawn_key=(zlib.crc32(name.encode()),))))
+        out: NDArray[np.float64] = rng.normal(0.0, std, size=shape)
+        return out
+
+    return read

@@ -1,0 +1,34 @@
+"""The inspect study: attention statistics of real checkpoints (BERT, GPT-2, Llama) on text."""
+
+from sdpa_cli.framework.declaration import Flag, Study
+from sdpa_cli.studies.inspect import inputs, rows, run, tiny
+from sdpa_cli.studies.inspect.spec import InspectSpec
+
+STUDY = Study(
+    name="inspect",
+    spec=InspectSpec,
+    run=run.run,
+    rows=(rows.HeadRow, rows.LayerRow),
+    figures={"inspect.heatmaps": "figures:draw_heatmaps", "inspect.pooled": "figures:draw_pooled",
+             "inspect.entropy_vs_n": "figures:draw_entropy_vs_n",
+             "inspect.picture": "figures:draw_picture"},
+    cost=inputs.cost,
+    documented_problem=run.documented_problem,
+    examples=({"seq_len": [8, 16], "sequences": 2},
+              {"seq_len": [12], "sequences": 2, "weights": "init", "scalings": ["none", "sqrt"]}),
+    example_files=tiny.example_files,
+    description=(
+        "Attention statistics of a real checkpoint on real text, per layer and head.\n\n"
+        "MODEL is a folder (config.json, model.safetensors, tokenizer.json), a name in the "
+        "local Hugging Face cache, or a spec (study: inspect). Never pickle, never the network."),
+    usage=("sdpa inspect sentence-transformers/all-MiniLM-L6-v2 --seq-len 32 128 512",
+           "sdpa inspect ./my-model --weights init --seed 1 --scalings none sqrt softcap:30",
+           "sdpa inspect experiments/inspect/minilm.yaml --check"),
+    flags={"seq_len": Flag("N [N ...]"), "sequences": Flag("K"), "weights": Flag("W"),
+           "text": Flag("FILE [FILE ...]", repeat=True), "scalings": Flag("RULE [RULE ...]"),
+           "dtype": Flag("T"), "se_tolerance": Flag("K")},
+    no_flag=("model",),  # the positional MODEL sets it
+    target_field="model",
+    target_metavar="MODEL or SPEC",
+    check_target=inputs.check_model,
+)

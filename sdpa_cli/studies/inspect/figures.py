@@ -1,0 +1,105 @@
+"""Drawing the inspect figures: heatmaps, pooled scores, entropy versus n, one attention map."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from sdpa_cli.framework.result import Figure
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def draw_heatmaps(fig_data: Figure) -> Any:
+    plt = _plt()
+    d = fig_data.data
+    rules = list(d["maps"])
+    fields = d["fields"]
+    fig, axes = plt.subplots(len(rules), len(fields), figsize=(4.2 * len(fields),
+                                                               3.2 * len(rules) + 0.6),
+                             squeeze=False, constrained_layout=True)
+    for i, rule in enumerate(rules):
+        for j, (field, label) in enumerate(fields):
+            ax = axes[i][j]
+            grid = np.array(d["maps"][rule][field], dtype=float)
+            im = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
+                           vmin=0 if field != "score_std" else None,
+                           vmax=1 if field != "score_std" else None)
+            ax.grid(False)  # the house style's grid would cross every cell
+            ax.set_title(f"{label} ({rule})", fontsize=9)
+            ax.set_xlabel("head")
+            ax.set_ylabel("layer")
+            fig.colorbar(im, ax=ax)
+    fig.suptitle(d["where"], fontsize=9)
+    return fig
+
+
+def draw_pooled(fig_data: Figure) -> Any:
+    plt = _plt()
+    d = fig_data.data
+    edges = np.array(d["edges"])
+    mids = (edges[:-1] + edges[1:]) / 2
+    width = edges[1] - edges[0]
+    fig, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
+    for label, counts in d["counts"].items():
+        c = np.array(counts, dtype=float)
+        ax.plot(mids, c / max(c.sum(), 1) / width, lw=1.2, label=label.split(" ", 2)[-1])
+    ax.plot(mids, np.exp(-mids ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1.5,
+            label="N(0, 1)")
+    ax.set_xlabel("scaled score (the model's rule; clipped to ±10)")
+    ax.set_ylabel("density")
+    ax.set_title(d["where"], fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def draw_entropy_vs_n(fig_data: Figure) -> Any:
+    plt = _plt()
+    d = fig_data.data
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), constrained_layout=True)
+    for label, ys in d["series"].items():
+        ax.plot(d["n"], ys, "o-", label=label)
+    ax.set_xscale("log")
+    ax.minorticks_off()  # only the measured n are labelled, as whole numbers
+    ax.set_xticks(d["n"], [str(n) for n in d["n"]])
+    ax.set_xlabel("n (keys, log scale)")
+    ax.set_ylabel("entropy ÷ ln(keys seen), median head")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(d["where"], fontsize=9)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def draw_picture(fig_data: Figure) -> Any:
+    plt = _plt()
+    d = fig_data.data
+    w = np.array(d["weights"])
+    tokens = [t if len(t) <= 12 else t[:11] + "…" for t in d["tokens"]]
+    size = min(11.0, 3.0 + 0.14 * len(tokens))
+    fig, ax = plt.subplots(figsize=(size + 1.2, size), constrained_layout=True)
+    im = ax.imshow(w, cmap="magma", vmin=0, vmax=1, interpolation="nearest")
+    ax.grid(False)
+    ticks = range(len(tokens))
+    ax.set_xticks(ticks, tokens, rotation=90, fontsize=6)
+    ax.set_yticks(ticks, tokens, fontsize=6)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.set_title(f"{fig_data.title}\n{d['where']}", fontsize=8)
+    fig.colorbar(im, ax=ax, label="weight")
+    return fig
+
+
+RENDERERS: Mapping[str, Any] = {
+    "inspect.heatmaps": draw_heatmaps, "inspect.pooled": draw_pooled,
+    "inspect.entropy_vs_n": draw_entropy_vs_n, "inspect.picture": draw_picture,
+}

@@ -1,0 +1,67 @@
+"""The data of the inspect figures, gathered from the rows (drawing is in figures.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sdpa_cli.framework.result import Figure
+from sdpa_cli.studies.inspect.spec import InspectSpec
+
+Row = Mapping[str, Any]
+HEATMAP_FIELDS = (("score_std", "score std"), ("max_weight", "largest weight"),
+                  ("frozen_share", "frozen share"))
+
+
+def _grid(rows: Sequence[Row], field: str, layers: int, heads: int) -> list[list[float]]:
+    grid = np.full((layers, heads), np.nan)
+    for r in rows:
+        grid[r["layer"], r["head"]] = r[field]
+    return grid.tolist()
+
+
+def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int, int],
+            list[int]], picture: Mapping[str, Any], shape: tuple[int, int, int, int]
+            ) -> tuple[Figure, ...]:
+    layers, heads, _, dim = shape
+    n0 = sorted(spec.seq_len)[len(spec.seq_len) // 2]  # the middle length for the maps
+    first = min(spec.seq_len)  # the attention picture: the shortest, so labels stay readable
+    rules = [r for r in ("model", "none") if any(x["scaling"] == r for x in rows)]
+    maps = {rule: {f: _grid([r for r in rows if r["weights"] == "trained" and
+                             r["seq_len"] == n0 and r["scaling"] == rule], f, layers, heads)
+                   for f, _ in HEATMAP_FIELDS} for rule in rules}
+    edges = np.linspace(-10.0, 10.0, 101).tolist()
+    pooled = {f"{w} n={n} layer {layer}": counts for (w, n, layer), counts in hist.items()
+              if w == "trained" and n == n0}
+    entropy = {}
+    for layer in range(layers):
+        entropy[f"layer {layer}"] = [float(np.median([r["entropy_ratio"] for r in rows
+                                                      if r["weights"] == "trained" and
+                                                      r["scaling"] == "model" and
+                                                      r["layer"] == layer and r["seq_len"] == n
+                                                      and r["entropy_ratio"] is not None]))
+                                     for n in sorted(spec.seq_len)]
+    model = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == first
+             and r["scaling"] == "model"]
+    worst = max(model, key=lambda r: (r["frozen_share"], r["max_weight"]))
+    weights = picture["weights"][worst["layer"]][worst["head"]]
+    sizes = f"{spec.model}, d_k = {dim}, {spec.sequences} sequences"
+    where = f"{spec.model}, d_k = {dim}, n = {n0}, {spec.sequences} sequences"
+    return (
+        Figure("heatmaps", "inspect.heatmaps", "Per head: score std, largest weight, frozen "
+               "share, with the model's rule and without scaling",
+               {"maps": maps, "fields": [list(f) for f in HEATMAP_FIELDS], "where": where}),
+        Figure("pooled_scores", "inspect.pooled", "Pooled scaled scores per layer against "
+               "N(0, 1)", {"edges": edges, "counts": pooled, "where": where}),
+        Figure("entropy_vs_n", "inspect.entropy_vs_n", "Entropy ratio versus n (median head "
+               "per layer, the model's rule)",
+               {"n": sorted(spec.seq_len), "series": entropy, "where": sizes}),
+        Figure("attention_picture", "inspect.picture",
+               f"Most saturated head: layer {worst['layer']} head {worst['head']} (frozen "
+               f"{worst['frozen_share']:.0%})",
+               {"weights": np.asarray(weights).tolist(), "tokens": picture["tokens"],
+                "where": f"{spec.model}, first sequence, first {len(picture['tokens'])} "
+                         f"tokens of n = {picture['n']}"}),
+    )

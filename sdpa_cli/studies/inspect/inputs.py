@@ -1,0 +1,177 @@
+"""Everything a run reads, validated before it starts: checkpoint, tokenizer, text, memory."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.numerics.rng import block_generator
+from sdpa_cli.spec import limits
+from sdpa_cli.studies.inspect.checkpoint import Checkpoint, bad, find, open_checkpoint
+from sdpa_cli.studies.inspect.spec import InspectSpec
+from sdpa_cli.studies.inspect.text import (
+    Tokenizer,
+    chunks,
+    default_text,
+    load_tokenizer,
+    read_text,
+)
+
+EXTRA = "pip install 'sdpa[models]'"
+RAM_SHARE = 0.8  # of the machine's memory a run may plan to hold
+TOKENS_STREAM = 7  # spawn key of --random-tokens draws (weights use their own)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    ckpt: Checkpoint
+    tok: Tokenizer
+    ids: dict[int, NDArray[np.int64]]  # seq_len → (sequences, seq_len)
+    text: str  # what the tokens came from, for the output
+    weights_memory: int  # planned peak bytes of tensors held at once
+    work_memory: int  # of activations and statistics
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: str
+
+
+def require_extra() -> None:
+    try:
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError:
+        raise InputError(Problem(f"reading real models needs the models extra: {EXTRA}",
+                                 field="model")) from None
+
+
+def prepare(spec: InspectSpec) -> Inputs | Skipped:
+    """Open and check everything; Skipped when the model is not on this machine."""
+    folder, where = find(spec.model)
+    if folder is None:  # a batch on a machine without the model (or the extra) skips it
+        return Skipped(f"model {spec.model!r} is not on this machine (looked in {where}; "
+                       "sdpa never downloads)")
+    require_extra()
+    ckpt = open_checkpoint(folder)
+    tok = load_tokenizer(ckpt.tokenizer)
+    rows = ckpt.tensors[ckpt.family.embedding].shape[0]
+    if tok.vocab > rows:
+        raise bad(f"the tokenizer has {tok.vocab} tokens but the embedding only {rows} rows",
+                  ckpt.tokenizer)
+    limit = _positions(ckpt)
+    for i, n in enumerate(spec.seq_len):
+        if limit is not None and n > limit:
+            raise InputError(Problem(f"{n} is above the model's max_position_embeddings "
+                                     f"{limit}", field=f"seq_len[{i}]"))
+    ids, label = _tokens(spec, tok, rows)
+    held, work = plan_memory(spec, ckpt)
+    memory, have = held + work, physical_memory()
+    if memory > RAM_SHARE * have:
+        raise InputError(Problem(
+            f"{ckpt.folder.name} would need about {memory / 1024**3:.3g} GB of memory "
+            f"(estimated from its safetensors header); this machine has {have / 1024**3:.3g} GB",
+            field="model"))
+    return Inputs(ckpt, tok, ids, label, held, work)
+
+
+def _positions(ckpt: Checkpoint) -> int | None:
+    for name in ckpt.family.positions:
+        value = ckpt.config.get(name)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _tokens(spec: InspectSpec, tok: Tokenizer, vocab: int
+            ) -> tuple[dict[int, NDArray[np.int64]], str]:
+    if spec.random_tokens:
+        rng = block_generator(spec.entropy, (TOKENS_STREAM,))
+        out = {}
+        for n in spec.seq_len:
+            body = rng.integers(0, vocab, size=(spec.sequences, n - tok.specials))
+            out[n] = np.array([list(tok.prefix) + list(r) + list(tok.suffix) for r in body],
+                              dtype=np.int64)
+        return out, f"uniform random token ids (seed {spec.entropy})"
+    if spec.text:
+        ids: list[int] = []
+        for t in spec.text:
+            ids.extend(tok.body(read_text(Path(t))))
+        where, label = ", ".join(spec.text), ", ".join(Path(t).name for t in spec.text)
+    else:
+        text, label = default_text()
+        ids, where = tok.body(text), "README.md"
+    return {n: chunks(tok, ids, n, spec.sequences, where) for n in spec.seq_len}, label
+
+
+def physical_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
+    """Peak bytes of tensors (the largest non-layer tensor and the largest layer, each held
+    natively and converted) and of work (activations of the longest length, attention of one
+    layer, one head's statistics in float64)."""
+    item = 8 if spec.dtype == "float64" else 4
+    per_layer: dict[str, int] = {}
+    loose = 0
+    widest = 1
+    for name, t in ckpt.tensors.items():
+        count = math.prod(t.shape)
+        # init draws float64 tensors; trained ones arrive as stored; both are then converted
+        held = max(t.nbytes, 8 * count if spec.weights == "init" else 0) + count * item
+        m = re.search(r"(?:^|\.)(?:layer|layers|h)\.(\d+)\.", name)
+        if m:
+            per_layer[m[1]] = per_layer.get(m[1], 0) + held
+            widest = max(widest, *t.shape)
+        else:
+            loose = max(loose, held)
+    _, count, _, dim = ckpt.shape
+    s, n = spec.sequences, max(spec.seq_len)
+    acts = s * n * (12 * count * dim + 4 * widest) * item
+    # one sequence's scores, weights and masked copy in the forward; the statistics of one
+    # (sequence, head) in float64
+    attention = 3 * count * n * n * item + 10 * n * n * 8
+    return loose + max(per_layer.values(), default=0), acts + attention
+
+
+def cost(spec: InspectSpec) -> limits.Cost:
+    """Checks the inputs (exit 2 before anything runs) and estimates the work. The weights'
+    memory is checked against this machine's memory in `prepare`, not against the Monte Carlo
+    budget: a real checkpoint is as large as it is."""
+    got = prepare(spec)
+    kinds = 2 if spec.weights == "init" else 1
+    rules = 1 + len(spec.scalings)
+    if isinstance(got, Skipped):
+        return limits.Cost(0, 0, 0, 0, ("model",), "", ("seq_len",), "", "")
+    layers, count, _, dim = got.ckpt.shape
+    params = sum(math.prod(t.shape) for t in got.ckpt.tensors.values())
+    tokens = spec.sequences * sum(spec.seq_len)
+    # BLAS multiply-adds run ~100× faster than the drawn numbers MAX_WORK counts
+    flops = kinds * (2 * tokens * params + rules * layers * count * spec.sequences
+                     * sum(n * n * (dim + 40) for n in spec.seq_len)) // 100
+    heads = kinds * len(spec.seq_len) * layers * count * rules
+    summary = kinds * len(spec.seq_len) * layers * rules
+    return limits.Cost(flops, got.work_memory, heads * 900, summary, ("seq_len",),
+                       "lower seq_len or sequences", ("scalings",),
+                       "weights × seq_len × layers × rules", "give fewer scalings or seq_len")
+
+
+
+def check_model(target: str) -> None:
+    """A MODEL named on the command line must be here (a spec's may be skipped instead)."""
+    require_extra()
+    folder, where = find(target)
+    if folder is None:
+        raise InputError(Problem(f"no model folder or cached model {target!r} (looked in "
+                                 f"{where}; sdpa never downloads)", field="MODEL"))

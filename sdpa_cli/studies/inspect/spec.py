@@ -1,0 +1,78 @@
+"""The inspect spec: which checkpoint, which text, which lengths, rules and weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from sdpa_cli.errors import SpecFieldError
+from sdpa_cli.spec.common import PosInt, ScalingField, SeTolerance, SpecBase, scalings
+
+MAX_SEQ_LEN = 8192
+MAX_SEQUENCES = 256
+
+
+class InspectSpec(SpecBase):
+    """Attention statistics of a real checkpoint on real text, per layer, head and rule."""
+
+    # only --weights init and --random-tokens draw: a plain inspect run needs no seed
+    draws_random: ClassVar[bool] = False
+
+    @classmethod
+    def needs_seed(cls, data: dict[str, Any]) -> bool:
+        return data.get("weights") == "init" or data.get("random_tokens") is True
+
+    study: Literal["inspect"] = "inspect"
+    model: str = Field(min_length=1, description="A model folder (config.json, "
+                       "model.safetensors, tokenizer.json) or a cached name such as "
+                       "sentence-transformers/all-MiniLM-L6-v2.")
+    weights: Literal["trained", "init"] = Field(
+        "trained", description="trained (the checkpoint), or init: also the same "
+        "architecture drawn as the family initialises it, shown beside the trained one.")
+    seq_len: list[PosInt] = Field(default_factory=lambda: [128], min_length=1,
+                                  description="Tokens per sequence n, special tokens "
+                                  "included (default 128).")
+    sequences: PosInt = Field(8, le=MAX_SEQUENCES, description="Consecutive chunks of the "
+                              "text per length (default 8).")
+    text: list[str] = Field(default_factory=list, description="UTF-8 files tokenised whole, "
+                            "in order (default: sdpa's README).")
+    random_tokens: bool = Field(False, description="Uniform random token ids instead of text "
+                                "(a control).")
+    scalings: list[ScalingField] = Field(
+        default_factory=lambda: scalings("none").default_factory(), min_length=1,
+        description="Rules applied to the same q and k in place of the model's own (default "
+        "none); the model's own is always there as `model`.")
+    dtype: Literal["float32", "float64"] = Field("float32", description="Forward-pass "
+                                                 "precision (statistics are float64).")
+    require_models: bool = Field(False, description="With --check, a model that is not on "
+                                 "this machine fails the check instead of being skipped.")
+    se_tolerance: SeTolerance = Field(4.0, gt=0, description="Audit tolerance in standard errors "
+                                "(unused: the statistics are exact for the text given).")
+
+    @model_validator(mode="after")
+    def _lists(self) -> InspectSpec:
+        for i, n in enumerate(self.seq_len):
+            if n < 2 or n > MAX_SEQ_LEN:
+                raise SpecFieldError(("seq_len", i), f"{n} is outside 2…{MAX_SEQ_LEN}")
+            if n in self.seq_len[:i]:
+                raise SpecFieldError(("seq_len", i), f"{n} is listed twice")
+        labels = [s.label for s in self.scalings]
+        for i, label in enumerate(labels):
+            if label in labels[:i]:
+                raise SpecFieldError(("scalings", i), f"{label!r} is listed twice")
+        return self
+
+    @classmethod
+    def resolve_paths(cls, data: dict[str, Any], base: Path) -> dict[str, Any]:
+        """A spec's `model:` folder and `text:` files are relative to the spec's own folder."""
+        out = dict(data)
+        model = out.get("model")
+        if isinstance(model, str) and not Path(model).is_absolute() and (base / model).is_dir():
+            out["model"] = str(base / model)
+        texts = out.get("text")
+        if isinstance(texts, list):
+            out["text"] = [str(base / t) if isinstance(t, str) and not Path(t).is_absolute()
+                           else t for t in texts]
+        return out
