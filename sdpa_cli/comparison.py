@@ -59,11 +59,17 @@ def is_run_folder(path: Path) -> bool:
     return (path / "results.json").is_file()
 
 
-def _results(folder: Path) -> dict[str, Any]:
+def _results(a: Path, b: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both results.json, each parsed (a file that is no JSON at all is reported first,
+    whichever side it is on) and then checked against the result schema."""
     try:
-        return ownfiles.read(folder / "results.json", "result")
-    except FileNotFoundError:
-        raise InputError(Problem("no results.json", file=str(folder))) from None
+        for folder in (a, b):
+            ownfiles.parse(folder / "results.json")
+        return ownfiles.read(a / "results.json", "result"), \
+            ownfiles.read(b / "results.json", "result")
+    except FileNotFoundError as e:
+        raise InputError(Problem("no results.json", file=str(Path(e.filename).parent))) \
+            from None
 
 
 def _visible(name: str) -> bool:
@@ -230,7 +236,7 @@ def _same_bytes(a: Path, b: Path) -> bool:
 
 
 def compare_runs(name: str, a: Path, b: Path, tolerance: float) -> RunComparison:
-    da, db = _results(a), _results(b)
+    da, db = _results(a, b)
     rc = RunComparison(name, parameters=_parameters(da.get("spec") or {}, db.get("spec") or {}))
     if da.get("study") != db.get("study"):
         rc.problems.append(f"different studies: {da.get('study')} and {db.get('study')}")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.jsonio import JsonError
 from sdpa_cli.report import ownfiles
 from sdpa_cli.report.runfolder import write_atomic
 
@@ -139,10 +140,14 @@ def read_last_failed(root: Path, *, strict: bool = False) -> set[str] | None:
     if not os.path.lexists(root / LAST_FAILED):
         return None
     try:
-        doc = ownfiles.read(root / LAST_FAILED, "lastfailed")
+        doc = ownfiles.read(root / LAST_FAILED, "lastfailed", what="the last-failed record")
     except FileNotFoundError:
         return None
-    except InputError as e:  # damaged (bad JSON, or not the record's shape)
+    except JsonError:  # not JSON at all: its message says what to do
+        if strict:
+            raise
+        return None
+    except InputError as e:  # JSON, but not the record's shape
         if not strict:
             return None  # not choosing by it: it is replaced at the end of the batch
         raise InputError([dataclasses.replace(

@@ -339,7 +339,7 @@ def test_an_unreadable_run_folder_is_listed_not_fatal(tmp_path: Path):
     (root / "broken" / "results.json").write_text("{not json", encoding="utf-8")
     items = batch_report.write((), root)
     assert {e.name: e.status for e in items} == {"good": "passed", "broken": "unreadable"}
-    assert "broken/results.json: not JSON (" in (root / "index.md").read_text()
+    assert "results.json is not valid JSON" in (root / "index.md").read_text()
 
 
 def test_the_report_reads_the_same_whichever_command_rebuilt_it(sdpa, workdir):

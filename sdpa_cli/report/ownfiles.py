@@ -23,21 +23,22 @@ def is_leftover(name: str) -> bool:
     return LEFTOVER.match(name) is not None
 
 
-def parse(path: Path) -> Any:
+def parse(path: Path, *, what: str | None = None) -> Any:
     """The one place sdpa parses a JSON file of its own: jsonio's bounded reader (size,
     depth, regular files; a JsonError is one line, exit 2). A missing file is
     FileNotFoundError, for the callers to whom that means "no record"."""
     if not os.path.lexists(path):
         raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
-    return load_json(path, what=path.name)
+    return load_json(path, what=what or path.name)
 
 
-def read(path: Path, schema: str, *, shown: str | None = None) -> dict[str, Any]:
+def read(path: Path, schema: str, *, shown: str | None = None,
+         what: str | None = None) -> dict[str, Any]:
     """The document at `path`, checked against the schema `schema` (schemas.NAMES): a file
     that is unreadable, not JSON, or not of that shape is InputError (exit 2), one line
     naming the file, the field and what was expected. FileNotFoundError passes through."""
     name = shown or str(path)
-    doc = parse(path)
+    doc = parse(path, what=what)
     try:
         check(doc, schemas.load(schema))
         finite(doc)
