@@ -46,6 +46,7 @@ def run_study(
             settings = dataclasses.replace(settings, tick=bar.tick)
         started = time.time()
         result = registry.get(study).run(resolved, report.context(settings))
+    replaced = settings.write and target.exists()  # an earlier run of that name goes
     folder = report.write_run(result, settings, target=target,
                               renderer=registry.get(study).renderer,
                               argv=argv if argv is not None else sys.argv, started=started,
@@ -53,8 +54,10 @@ def run_study(
                               ) if settings.write else None
     report.emit(result, settings, folder)
     if folder is not None and report_batch.refresh(folder) and not settings.quiet:
-        # keep that batch report true
-        print(f"updated {folder.parent / 'index.md'} and report.html", file=sys.stderr)
+        # keep that batch report true, and say what this run did to it
+        print(report_batch.joined(folder, source=result.source, from_flags=spec_path is None,
+                                  replaced=replaced, hint=settings.out is None),
+              file=sys.stderr)
     tally = Report(check=settings.check)
     tally.add_result(result)
     planned = Planned(spec_path or Path(f"<{study} flags>"), resolved, target)

@@ -32,7 +32,7 @@ from sdpa_cli.errors import (
 )
 from sdpa_cli.framework.result import Result
 from sdpa_cli.report import batch as batch_report
-from sdpa_cli.report import manifest, ownfiles, unchanged
+from sdpa_cli.report import eta, manifest, ownfiles, unchanged
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.spec.common import SpecBase
@@ -189,7 +189,8 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
             outcomes.append(outcome)
             tally.add(outcome)
             if progress is not None:
-                progress.done(outcome.status, outcome.seconds, outcome.error)
+                progress.done(outcome.status, outcome.seconds, outcome.error,
+                              kept=outcome.kept)
             if fail_fast and tally.stops(outcome):
                 for q in planned[i + 1:]:
                     outcomes.append(Outcome(q, "skipped"))
@@ -268,7 +269,12 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
             raise InputError(Problem(f"{what} none of the {len(planned)} specs",
                                      flag="-k" if keyword is not None else "--last-failed"))
         planned = [p for p, ok in zip(planned, chosen, strict=True) if ok]
-    progress = Progress(len(planned), quiet=settings.quiet)
+    # The estimate before the first spec starts; a spec kept as unchanged costs nothing.
+    kept = [settings.write and not force and _kept(p, settings) is not None for p in planned]
+    estimates = [0.0 if k else eta.seconds(p.spec) for p, k in zip(planned, kept, strict=True)]
+    if not settings.quiet:
+        print(eta.headline(estimates, sum(kept)), file=sys.stderr, flush=True)
+    progress = Progress(len(planned), quiet=settings.quiet, estimates=estimates)
     started = time.time()
     finished: list[Outcome] = []
     try:

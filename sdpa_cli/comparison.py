@@ -360,11 +360,25 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         out += [f"    {p}" for p in r["problems"]]
         out += [f"    {q['table']}[{q['row']}].{q['field']}: {_v(q['a'])} vs {_v(q['b'])} "
                 f"({_judged(q)})" for q in qs if not q["agree"]]
-        out += [f"    figure {f['file']} differs" for f in r["figures"] if not f["same"]]
+        out += _figure_lines(r["figures"])
     n = len(doc["runs"])
     out.append(f"{n} run(s) compared: {'all agree' if doc['agree'] else 'they differ'} "
                f"(tolerance ±{doc['tolerance']:g} se)")
     return out
+
+
+def _figure_lines(figures: list[dict[str, Any]]) -> list[str]:
+    """A figure that is in one folder only is said to be so, not to differ; a side with no
+    figure at all was run with --no-plots (or lost them), said once for all."""
+    if not figures:
+        return []
+    for side, other, key in (("A", "B", "in_a"), ("B", "A", "in_b")):
+        if not any(f[key] for f in figures):
+            return [f"    no figures in {side} (run with --no-plots?); {other} has "
+                    f"{len(figures)}: not compared"]
+    return [f"    figure {f['file']} " + ("differs" if f["in_a"] and f["in_b"] else
+                                          "only in A" if f["in_a"] else "only in B")
+            for f in figures if not f["same"]]
 
 
 def as_json(doc: dict[str, Any]) -> str:

@@ -36,12 +36,22 @@ def _shorten(match: re.Match[str]) -> str:
 
 
 def _click_line(e: click.ClickException) -> str:
+    ctx = getattr(e, "ctx", None)
+    if isinstance(e, click.MissingParameter) and e.param is not None and ctx is not None:
+        # click's own message for a missing argument is empty here ("b: "): name it, and
+        # show the usage line that says what goes where.
+        opts = getattr(e.param, "opts", None) or ["?"]
+        what = (e.param.metavar or (e.param.name or "").upper()) \
+            if isinstance(e.param, click.Argument) else opts[-1]
+        usage = " ".join([ctx.command_path, *ctx.command.collect_usage_pieces(ctx)])
+        short = ctx.command.get_short_help_str(limit=200).rstrip(".")
+        help_ = f": {short[:1].lower()}{short[1:]}" if short else ""
+        return f"{ctx.command_path}: missing {what} (usage: {usage}{help_})"
     if isinstance(e, click.BadParameter) and e.param is not None:
         opts = getattr(e.param, "opts", None) or [e.param.name or "value"]
         text = f"{opts[-1] if opts[-1].startswith('--') else opts[0]}: {e.message}"
     else:
         text = " ".join(e.format_message().split())
-        ctx = getattr(e, "ctx", None)
         if ctx is not None and ctx.command_path:
             text = f"{ctx.command_path}: {text}"
     return _LONG_WORD.sub(_shorten, text)

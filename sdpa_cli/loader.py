@@ -91,7 +91,23 @@ def load(
     except ValidationError as e:
         raise InputError(_translate(e, cls, origin)) from None
     except SpecFieldError as e:
-        raise InputError(_problem(origin, e.loc, e.message)) from None
+        message = e.message
+        if path is None and not e.loc:  # a run from flags, and nothing names a flag or field
+            message = f"sdpa {study}: {_as_flags(message, cls)}"
+        raise InputError(_problem(origin, e.loc, message)) from None
+
+
+def _as_flags(message: str, cls: type[SpecBase]) -> str:
+    """A spec's message for a run from flags alone: the fields it names in parentheses
+    become the command's flags (one per field, `score_stds` → `--score-stds`), since the
+    reader has no spec file to put them in."""
+    fields = set(cls.model_fields)
+
+    def flags(m: re.Match[str]) -> str:
+        return re.sub(r"\b[a-z][a-z_]*\b", lambda w: f"--{w[0].replace('_', '-')}"
+                      if w[0] in fields else w[0], m[0])
+
+    return re.sub(r"\([^()]*\)", flags, message)
 
 
 def _with_printed_text(doc: Document) -> dict[str, Any]:

@@ -206,3 +206,20 @@ def test_random_tokens_are_a_seeded_control(sdpa, workdir: Path):
     assert any("uniform random token ids" in n for n in first.json()["notes"])
     other = sdpa(*args[:5], "5", *args[6:])
     assert other.json()["rows"] != first.json()["rows"]
+
+
+@pytest.mark.parametrize("part", ["config.json", "header"])
+def test_a_model_file_nested_10_5_deep_is_one_line(sdpa, workdir, part):
+    # the checkpoint's JSON goes through sdpa's one bounded reader (issue 25)
+    from sdpa_cli.studies.inspect import tiny
+
+    model = Path(tiny.example_files(workdir)["model"])
+    deep = "[" * 100_000 + "]" * 100_000
+    if part == "config.json":
+        (model / "config.json").write_text(deep, encoding="utf-8")
+    else:
+        raw = deep.encode()
+        (model / "model.safetensors").write_bytes(len(raw).to_bytes(8, "little") + raw)
+    r = sdpa("inspect", str(model), "--no-plots", "--out", "o")
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "nests more than 64 levels" in r.err and not (workdir / "o").exists()

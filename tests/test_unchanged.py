@@ -106,7 +106,9 @@ def test_code_digest_covers_every_source_file():
 def test_the_summary_says_unchanged_kept(sdpa, specs):
     _run(sdpa, specs)
     r = sdpa("run", str(specs), "--no-plots")
-    assert "passed (unchanged, kept)" in r.err
+    # the spec's progress line, and the summary's headline (each row marks it "=" and "kept")
+    assert "a-ok passed (unchanged, kept" in r.err
+    assert "passed (2 unchanged, kept)" in r.err
 
 
 def test_quiet_still_names_a_kept_failure(sdpa, specs):

@@ -22,6 +22,9 @@ class Column:
     # Which columns a narrow terminal keeps: 0 always, then 1, 2, …; None: by position
     # (the first columns that name a row count as 0). Files always carry every column.
     priority: int | None = None
+    # Prose (a claim, its evidence): a narrow terminal wraps it rather than leaving it out
+    # or leaving out the short columns beside it (report.terminal).
+    wrap: bool = False
 
 
 def internal(default: Any) -> Any:

@@ -169,6 +169,9 @@ def _weight_grad(X: np.ndarray, dY: np.ndarray, w_shape: tuple[int, ...]) -> np.
     return _sum_to(_t(X) @ dY, w_shape)
 
 
+weight_grad = _weight_grad  # public: numerics.depth's MLP weights use the same product
+
+
 def backward(cache: Cache, dO: np.ndarray, *, input_grad: bool = True) -> AttentionGrads:
     """Hand-written gradients of L for ∂L/∂O = dO (same shape as O). W_Q and W_K are
     separate parameters here even when the caller built W_K from W_Q (alignment).

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from sdpa_cli.numerics import attention_grad
+from sdpa_cli.numerics import attention_grad, recall_depth
 from sdpa_cli.numerics.scaling import Scaling
 
 Array = NDArray[np.float64]
@@ -29,6 +29,15 @@ class Task:
     d_model: int  # embedding width
     d_k: int  # query/key width (d_v = d_k)
     learned_embeddings: bool = False  # train the embeddings too (else fixed random)
+    # "none": the one head above (d_v = d_k, no residual, no LN). "post"/"pre": a stack of
+    # `layers` blocks of numerics.depth (value width d_model), read out on the query row.
+    norm: str = "none"
+    layers: int = 1
+    mlp: bool = False
+
+    @property
+    def stacked(self) -> bool:
+        return self.norm != "none"
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,10 @@ def init_params(task: Task, rng: np.random.Generator) -> Params:
     readout N(0, 1/d_k), bias 0. At init the unscaled scores then have variance ≈ d_k·|x|²/d_model,
     which is the saturation the documents describe."""
     d, k, v = task.d_model, task.d_k, task.vocab
+    if task.stacked:  # embeddings first, as below, so fixed embeddings match the one head's
+        embeds = {"key_embed": rng.standard_normal((v, d)),
+                  "value_embed": rng.standard_normal((v, d))}
+        return {**embeds, **recall_depth.init_stack(d, k, v, task.layers, task.mlp, rng)}
     return {
         "key_embed": rng.standard_normal((v, d)),
         "value_embed": rng.standard_normal((v, d)),
@@ -67,7 +80,9 @@ def init_params(task: Task, rng: np.random.Generator) -> Params:
 
 
 def trained_names(task: Task) -> tuple[str, ...]:
-    base = ("wq", "wk", "wv", "readout", "bias")
+    base: tuple[str, ...] = ("wq", "wk", "wv", "readout", "bias")
+    if task.stacked:
+        base = recall_depth.names_for(task.layers, task.mlp, ("readout", "bias"))
     return (*base, "key_embed", "value_embed") if task.learned_embeddings else base
 
 
@@ -105,9 +120,10 @@ class Forward:
     entropy: float  # mean entropy (nats) of the query row's attention weights
     max_score: float  # largest |score| of any row in the batch (the attention logit)
     probs: Array  # (B, V) readout softmax
-    out: Array  # (B, d_k) the query row's attention output
-    cache: Any  # attention_grad's cache
+    out: Array  # (B, d_k) the query row's attention output ((B, d_model) for a stack)
+    cache: Any  # attention_grad's cache (a stack's: its block 0's)
     x: Array
+    stack: recall_depth.StackPass | None = None  # a stack's whole forward pass
 
 
 def _logsumexp(z: Array) -> Array:
@@ -116,10 +132,16 @@ def _logsumexp(z: Array) -> Array:
     return out
 
 
-def forward(params: Params, batch: Batch, scaling: Scaling) -> Forward:
+def forward(params: Params, batch: Batch, scaling: Scaling, task: Task | None = None
+            ) -> Forward:
     x = embed(params, batch)
-    o, cache = attention_grad.forward(x, params["wq"], params["wk"], params["wv"], scaling)
-    out = o[:, -1, :]  # only the query row is read out
+    stack = None
+    if task is not None and task.stacked:
+        stack = recall_depth.stack_forward(params, x, scaling, task.norm, task.layers, task.mlp)
+        out, cache = stack.out, recall_depth.first_cache(stack)
+    else:
+        o, cache = attention_grad.forward(x, params["wq"], params["wk"], params["wv"], scaling)
+        out = o[:, -1, :]  # only the query row is read out
     logits = out @ params["readout"] + params["bias"]
     lse = _logsumexp(logits)
     rows = np.arange(logits.shape[0])
@@ -133,7 +155,7 @@ def forward(params: Params, batch: Batch, scaling: Scaling) -> Forward:
         accuracy=float(np.mean(np.argmax(logits, axis=-1) == batch.target)),
         entropy=float(np.mean(ent)),
         max_score=float(np.max(np.abs(scores))),
-        probs=probs, out=out, cache=cache, x=x,
+        probs=probs, out=out, cache=cache, x=x, stack=stack,
     )
 
 
@@ -147,7 +169,7 @@ def attention_rows(cache: Any) -> tuple[Array, Array]:
 def loss_and_grads(params: Params, batch: Batch, scaling: Scaling,
                    task: Task) -> tuple[Forward, Params]:
     """Forward, then the hand-written backward of the mean cross-entropy."""
-    f = forward(params, batch, scaling)
+    f = forward(params, batch, scaling, task)
     n = batch.target.shape[0]
     dlogits = f.probs.copy()
     dlogits[np.arange(n), batch.target] -= 1.0
@@ -156,12 +178,20 @@ def loss_and_grads(params: Params, batch: Batch, scaling: Scaling,
         "readout": f.out.T @ dlogits,
         "bias": dlogits.sum(axis=0),
     }
-    d_out = np.zeros((n, f.x.shape[1], params["wv"].shape[1]))
-    d_out[:, -1, :] = dlogits @ params["readout"].T
-    g = attention_grad.backward(f.cache, d_out, input_grad=task.learned_embeddings)
-    grads["wq"], grads["wk"], grads["wv"] = g.dWQ, g.dWK, g.dWV
+    d_last = dlogits @ params["readout"].T
+    if f.stack is not None:
+        block_grads, dx_stack = recall_depth.stack_backward(
+            f.stack, d_last, task.norm, task.layers, task.mlp,
+            input_grad=task.learned_embeddings)
+        grads.update(block_grads)
+    else:
+        d_out = np.zeros((n, f.x.shape[1], params["wv"].shape[1]))
+        d_out[:, -1, :] = d_last
+        g = attention_grad.backward(f.cache, d_out, input_grad=task.learned_embeddings)
+        grads["wq"], grads["wk"], grads["wv"] = g.dWQ, g.dWK, g.dWV
+        dx_stack = g.dX
     if task.learned_embeddings:
-        dx = np.asarray(g.dX)
+        dx = np.asarray(dx_stack)
         dk = np.zeros_like(params["key_embed"])
         dv = np.zeros_like(params["value_embed"])
         np.add.at(dk, batch.keys, dx[:, :-1, :])
@@ -227,9 +257,13 @@ class TrainLog:
 
 def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int, batch: int,
           log_every: int, init_rng: np.random.Generator,
-          data_rng: np.random.Generator) -> TrainLog:
-    """Train from the generators' states; the same generators give the same bytes."""
+          data_rng: np.random.Generator, perturb: float = 0.0) -> TrainLog:
+    """Train from the generators' states; the same generators give the same bytes.
+    `perturb` scales every initial weight by (1 + perturb): a last-digit nudge (1e-12) that
+    shows how far a run's outcome rests on its exact rounding."""
     params = init_params(task, init_rng)
+    if perturb:
+        params = {name: value * (1.0 + perturb) for name, value in params.items()}
     names = trained_names(task)
     theta = {"trained": pack(params, names)}  # the optimiser sees one parameter vector
     opt = Optimiser(optimiser, lr)
@@ -244,7 +278,9 @@ def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int
         for step in range(1, steps + 1):
             b = draw_batch(task, batch, data_rng)
             f, grads = loss_and_grads(params, b, scaling, task)
-            gq, gk = float(np.linalg.norm(grads["wq"])), float(np.linalg.norm(grads["wk"]))
+            # a stack logs its block 0 (nearest the input): the block said to saturate
+            q, k = ("wq0", "wk0") if task.stacked else ("wq", "wk")
+            gq, gk = float(np.linalg.norm(grads[q])), float(np.linalg.norm(grads[k]))
             for key, value in zip(LOG_FIELDS, (f.loss, f.accuracy, f.entropy, f.max_score,
                                                gq, gk), strict=True):
                 window[key].append(value)
@@ -274,6 +310,9 @@ def steps_to_reach(log: TrainLog, target: float) -> int | None:
 def flops_per_step(task: Task, batch: int) -> float:
     """Multiply-adds of one step's matrix products (forward and backward ≈ 3× the forward)."""
     n = task.pairs + 1
+    if task.stacked:
+        return 3.0 * batch * recall_depth.flops(task.d_model, task.d_k, task.vocab, n,
+                                                task.layers, task.mlp)
     forward = batch * (n * task.d_model * task.d_k * 3 + 2 * n * n * task.d_k
                        + task.d_k * task.vocab)
     return 3.0 * forward

@@ -10,10 +10,10 @@ BIT_GENERATOR = "SFC64"
 
 
 def fresh_entropy() -> int:
-    """Entropy for a run that was given no seed; recorded so the run can be replayed."""
-    entropy = np.random.SeedSequence().entropy
-    assert isinstance(entropy, int)
-    return entropy
+    """Entropy for a run that was given no seed; recorded so the run can be replayed. 32
+    bits from the OS (at most 10 digits): a seed a person can read, type and keep on one
+    line; SeedSequence spreads it over the blocks' generators as it does any seed."""
+    return int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
 
 
 def block_generator(entropy: int, key: tuple[int, ...]) -> np.random.Generator:

@@ -6,9 +6,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich import box
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from sdpa_cli.documents import document_of
 from sdpa_cli.framework.result import json_header
 from sdpa_cli.report import collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
@@ -34,7 +36,10 @@ def _counts(outcomes: Sequence[Outcome]) -> dict[str, int]:
 def _headline(outcomes: Sequence[Outcome]) -> str:
     counts = _counts(outcomes)
     parts = [f"{n} {status}" for status, n in sorted(counts.items())]
-    return f"{len(outcomes)} experiments: " + ", ".join(parts)
+    kept = sum(o.kept for o in outcomes)
+    what = "experiment" if len(outcomes) == 1 else "experiments"
+    return f"{len(outcomes)} {what}: " + ", ".join(parts) + (
+        f" ({kept} unchanged, kept)" if kept else "")
 
 
 # --- index.md ----------------------------------------------------------------------------
@@ -120,6 +125,21 @@ def refresh(folder: Path) -> bool:
     return True
 
 
+def joined(folder: Path, *, source: str, from_flags: bool, replaced: bool,
+           hint: bool = True) -> str:
+    """What a study command's run did to the batch report beside it: a run from flags (or
+    any run the documents do not own) is listed under "Other experiments", and a run of the
+    same name replaces the one listed before. Said, so a scratch run never joins the
+    documents' report without a word."""
+    where = f"updated {folder.parent / 'index.md'} and report.html"
+    if document_of(source) is not None and not from_flags:
+        return where + (f" ({folder.name} replaced there)" if replaced else "")
+    what = "this run from flags" if from_flags else "this run"
+    return (f"{where}: {what} is listed there under \"Other experiments\""
+            + (f", replacing the earlier {folder}/" if replaced else "")
+            + (" (--out DIR keeps a scratch run out of that report)" if hint else ""))
+
+
 def failures(o: Outcome) -> list[dict[str, str]]:
     """Each failed check of a spec with its detail (a kept folder's from its results.json)."""
     checks = o.result.checks if o.result is not None else \
@@ -155,21 +175,54 @@ def summary_json(outcomes: Sequence[Outcome], root: Path) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
-                 described: int | None = None, wrote: bool = True) -> None:
-    con = console()
-    table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold")
-    for header in ("experiment", "study", "status", "checks", "findings", "seconds"):
-        table.add_column(header, justify="right" if header in ("seconds",) else "left")
+# One symbol per status, so the experiment's name keeps the width at 80 columns.
+MARK = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "–"}
+LEGEND = ("✓ passed, ✗ a check failed, ! could not run, – skipped; = unchanged since its "
+          "folder was written, kept; mismatch: the documents' printed numbers the "
+          "recomputation contradicts (\"open\" = not accepted as a known finding)")
+
+
+def _mismatch(bad: int, ok: int) -> Text:
+    if not bad:
+        return Text("0", style="dim")
+    return Text(f"{bad}" if bad == ok else f"{bad} ({bad - ok} open)",
+                style="yellow" if bad == ok else "bold red")
+
+
+def summary_table(outcomes: Sequence[Outcome]) -> RichTable:
+    """One line per spec: the name whole (never cut), the rest as symbols and counts; only
+    the study's name gives way on a narrow terminal."""
+    rows = []
     for o in outcomes:
         r = o.result
         checks = f"{sum(c.passed for c in r.checks)}/{len(r.checks)}" if r else "—"
-        bad, ok = provenance.findings(r)
         style = {"passed": "green", "failed": "red", "error": "bold red"}.get(o.status, "dim")
-        status = Text(o.status + (" (unchanged, kept)" if o.kept else ""), style=style)
-        table.add_row(_name(o), o.planned.spec.study, status, checks,
-                      f"{bad} ({ok} accepted)", f"{o.seconds:.1f}")
-    con.print(table)
+        mark = Text(MARK.get(o.status, "?"), style=style)
+        if o.kept:
+            mark.append("=", style="dim")
+        seconds = Text("kept", style="dim") if o.kept else Text(f"{o.seconds:.1f}")
+        rows.append((Text(_name(o)), Text(o.planned.spec.study), mark, Text(checks),
+                     _mismatch(*provenance.findings(r)), seconds))
+    table = RichTable(title=_headline(outcomes), title_justify="left", header_style="bold",
+                      box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    headers = ("experiment", "study", "", "checks", "mismatch", "seconds")
+    for i, header in enumerate(headers):
+        widest = max([len(header), *(row[i].cell_len for row in rows)])
+        if header == "study":  # the one column that may give way (ends in …)
+            table.add_column(header, no_wrap=True, overflow="ellipsis", min_width=6)
+        else:
+            table.add_column(header, no_wrap=True, min_width=widest,
+                             justify="right" if i >= 3 else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
+                 described: int | None = None, wrote: bool = True) -> None:
+    con = console()
+    con.print(summary_table(outcomes))
+    con.print(Text(LEGEND, style="dim"))
     for o in outcomes:
         if o.status == "error":
             con.print(Text(f"error  {_name(o)}: {o.error}", style="bold red"))

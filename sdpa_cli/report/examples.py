@@ -5,10 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
+import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -27,8 +31,9 @@ class Listed:
     problem: str | None = None  # why the spec does not load, if it does not
 
 
-def listing_document(entries: Sequence[Listed], fmt: str) -> str:
-    """--list as JSON, CSV, Markdown, or aligned text for a person (all on stdout)."""
+def listing_document(entries: Sequence[Listed], fmt: str, width: int | None = None) -> str:
+    """--list as JSON, CSV, Markdown, or aligned text for a person (all on stdout); the text
+    wrapped under its own column to `width` (a terminal's; None: one line per field)."""
     keys = ("name", "description", "source", "path")
     if fmt == "json":
         docs = [{k: getattr(e, k) for k in (*keys, "problem")} for e in entries]
@@ -45,19 +50,27 @@ def listing_document(entries: Sequence[Listed], fmt: str) -> str:
         lines = ["| name | description | source |", "|---|---|---|"]
         lines += [f"| {e.name} | {e.problem or e.description} | {e.source} |" for e in entries]
         return "\n".join(lines) + "\n"
-    width = max((len(e.name) for e in entries), default=4)
+    names = max((len(e.name) for e in entries), default=4)
+    indent = " " * (names + 2)
     lines = []
     for e in entries:
         what = e.description if not e.problem else f"INVALID: {e.problem}"
-        lines.append(f"{e.name.ljust(width)}  {what}")
-        if e.source:
-            lines.append(f"{' ' * width}  source: {e.source}")
+        for first, text in ((e.name.ljust(names) + "  ", what),
+                            (indent, f"source: {e.source}" if e.source else "")):
+            if not text:
+                continue
+            if width is None or width <= len(indent) + 20:
+                lines.append(first + text)
+            else:  # wrapped under the column, never mid-word at the terminal's edge
+                lines += textwrap.wrap(text, width, initial_indent=first,
+                                       subsequent_indent=indent, break_on_hyphens=False)
     return "\n".join(lines) + "\n"
 
 
 def show_listing(entries: Sequence[Listed], fmt: str) -> None:
 
-    write_stdout(listing_document(entries, fmt))
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    write_stdout(listing_document(entries, fmt, width))
 
 
 def batch_document(results: Sequence[Result], fmt: str) -> str | None:
@@ -80,26 +93,47 @@ def batch_document(results: Sequence[Result], fmt: str) -> str | None:
 
 
 def summary_table(results: Sequence[tuple[Result, Path | None]]) -> RichTable:
-    out = RichTable(title="Worked examples", title_justify="left", header_style="bold")
-    for header in ("example", "source", "audited", "match", "mismatch", "accepted", "checks",
-                   "folder"):
-        out.add_column(header, justify="right" if header in ("audited", "match", "mismatch",
-                                                             "accepted") else "left")
-    for r, folder in results:
+    """One line per example: its name whole (the column that must survive 80 columns), the
+    document by its number, the audit as counts; the folders are named once below."""
+    out = RichTable(title="Worked examples", title_justify="left", header_style="bold",
+                    box=box.SIMPLE_HEAD, pad_edge=False)
+    out.add_column("example", no_wrap=True,
+                   min_width=max((len(r.name) for r, _ in results), default=7))
+    out.add_column("doc", no_wrap=True)
+    for header in ("audited", "match", "mismatch", "accepted", "checks"):
+        out.add_column(header, justify="right", no_wrap=True)
+    for r, _ in results:
         found = [a for a in r.audit if a.status == "mismatch"]
         accepted = [a for a in found if a.accepted]
         unaccepted = len(found) - len(accepted)
         failed = [c for c in r.checks if not c.passed]
         out.add_row(
-            r.name, r.source.split(",")[0], str(len(r.audit)),
+            r.name, document_number(r.source), str(len(r.audit)),
             str(len(r.audit) - len(found)),
             Text(str(len(found)), style="bold red" if unaccepted else "yellow" if found else ""),
             str(len(accepted)),
-            Text("passed" if not failed else f"{len(failed)} failed",
+            Text("✓" if not failed else f"✗ {len(failed)}",
                  style="green" if not failed else "bold red"),
-            str(folder) if folder is not None else "(not written)",
         )
     return out
+
+
+def document_number(source: str) -> str:
+    """`001` for a source in `001_409455fed8d25d77.txt`, else the file name as given."""
+    file = source.split(",")[0].strip()
+    head = file.split("_", 1)[0]
+    return head if head.isdigit() and file.endswith(".txt") else file
+
+
+def folders_line(results: Sequence[tuple[Result, Path | None]]) -> str | None:
+    """Where the examples' run folders are: their common parent, said once."""
+    folders = [f for _, f in results if f is not None]
+    if not folders:
+        return "nothing written (--no-write)" if results else None
+    parents = {f.parent for f in folders}
+    if len(parents) == 1:
+        return f"wrote {len(folders)} run folders in {folders[0].parent}/: one per example"
+    return "wrote " + ", ".join(str(f) for f in folders)
 
 
 def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
@@ -107,6 +141,9 @@ def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
     """The --all report on stderr: one summary row per example, then what failed."""
     con = out or terminal.console()
     con.print(summary_table(results))
+    sources = sorted({r.source.split(",")[0].strip() for r, _ in results})
+    if sources:
+        con.print(Text("doc: " + ", ".join(sources), style="dim"))
     total = sum(len(r.audit) for r, _ in results)
     found = sum(a.status == "mismatch" for r, _ in results for a in r.audit)
     con.print(Text(f"{len(results)} examples, {total} documented numbers audited, {found} "
@@ -117,3 +154,6 @@ def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
                 con.print(Text(f"  FAIL {r.name}: {c.name}: {c.detail}", style="red"))
     if not check and any(not r.passed for r, _ in results):
         con.print(Text("  (exit code stays 0 without --check)", style="dim"))
+    where = folders_line(results)
+    if where:
+        con.print(Text(where, style="dim"))

@@ -1,10 +1,14 @@
 """Progress on stderr: live bars (specs, blocks) on a terminal, plain lines otherwise. A batch
-shows both bars; a single study command (`Progress.blocks_only`) only the blocks bar."""
+shows both bars; a single study command (`Progress.blocks_only`) only the blocks bar. Each
+finished spec prints one line with the batch's elapsed and remaining time (a plain line, so a
+log gets one line per spec and no carriage-return residue)."""
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.progress import (
@@ -17,6 +21,7 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
+from sdpa_cli.report.eta import minutes
 from sdpa_cli.report.terminal import console
 
 _STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
@@ -24,8 +29,12 @@ _STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "d
 
 class Progress:
     def __init__(self, total: int, *, quiet: bool = False, specs: bool = True,
-                 blocks: str = "  blocks") -> None:
+                 blocks: str = "  blocks", estimates: Sequence[float] = ()) -> None:
         self.total = total
+        # Estimated seconds of each spec (report.eta; 0 for a kept one), for the time left.
+        self.estimates = list(estimates)
+        self.began = time.monotonic()
+        self.spent = self.expected = 0.0  # seconds taken and estimated by specs that ran
         self.specs = specs  # False: no specs bar (one study), the blocks bar alone
         self.blocks_label = blocks
         self.quiet = quiet
@@ -43,14 +52,17 @@ class Progress:
         if self.live:
             self.bar = RichProgress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                    TextColumn("{task.fields[left]}"),
                                     console=self.con, transient=True)
             self.bar.__enter__()
             if self.specs:
-                self.task = self.bar.add_task("starting", total=self.total)
+                self.task = self.bar.add_task("starting", total=self.total,
+                                              left=self.left_text(0))
             # Blocks (and sweep cells) of the specs running, as they complete: a long spec
             # moves this bar while the one above waits for the spec to end. Hidden until the
             # first tick, so a study without blocks shows nothing.
-            self.blocks = self.bar.add_task(self.blocks_label, total=None, visible=False)
+            self.blocks = self.bar.add_task(self.blocks_label, total=None, visible=False,
+                                            left="")
         return self
 
     @classmethod
@@ -65,21 +77,53 @@ class Progress:
 
     def start(self, i: int, name: str, study: str) -> None:
         self.i = i
-        self.label = f"[{i + 1}/{self.total}] {study} {name}"
+        # The finished line names the spec alone (its name identifies it); the bar, which
+        # has room, names its study too.
+        self.label = f"[{i + 1}/{self.total}] {name}"
         if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, description=self.label)
+            self.bar.update(self.task, description=f"[{i + 1}/{self.total}] {study} {name}")
 
-    def done(self, status: str, seconds: float, error: str | None) -> None:
+    def left(self, after: int) -> float | None:
+        """Estimated seconds still to go once specs 0 … after−1 are done: the estimates of
+        the rest, scaled by how far the specs run so far strayed from theirs (the machine's
+        speed and load). None without estimates."""
+        if not self.estimates:
+            return None
+        rest = sum(self.estimates[after:])
+        # Too little has run to say how fast this machine is: the estimate as it stands.
+        pace = self.spent / self.expected if self.expected >= 2.0 else 1.0
+        return rest * pace
+
+    def left_text(self, after: int) -> str:
+        left = self.left(after)
+        return "" if left is None or left <= 0 else f"~{minutes(left)} left"
+
+    def done(self, status: str, seconds: float, error: str | None, *,
+             kept: bool = False) -> None:
+        """One line per finished spec (the same on a terminal and in a log): its status, its
+        time or that it was kept unchanged, and the batch's time so far and still to go."""
+        i = self.i
+        if not kept and i < len(self.estimates):
+            self.spent += seconds
+            self.expected += self.estimates[i]
         if self.quiet:
             return
         line = Text(f"{self.label} ")
         line.append(status, style=_STYLE.get(status, ""))
-        line.append(f" ({seconds:.1f}s)", style="dim")
+        times = ["unchanged, kept" if kept else f"{seconds:.1f}s"]
+        if self.specs and self.estimates:
+            times.append(f"{minutes(time.monotonic() - self.began)} elapsed")
+            left = self.left(i + 1)
+            if left is not None and left >= 0.5 and i + 1 < self.total:
+                times.append(f"~{minutes(left)} left")
+        more = f"; {', '.join(times[1:])}" if times[1:] else ""
+        line.append(f" ({times[0]}{more})", style="dim")
         if error:
             line.append(f": {error}", style="red")
         if self.bar is not None and self.task is not None:
             self.bar.console.print(line)
             self.bar.advance(self.task)
+            self.bar.update(self.task, left=self.left_text(i + 1))
         else:
             self.con.print(line)
 
@@ -92,3 +136,4 @@ class Progress:
             self.completed += done
             self.bar.update(self.blocks, total=self.planned, completed=self.completed,
                             visible=True)
+

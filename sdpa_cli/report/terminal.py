@@ -31,18 +31,24 @@ def console(file=None) -> Console:
                    force_terminal=None if is_tty else False)
 
 
+# The width a prose column (Column.wrap) counts for when a table is fitted to the terminal.
+WRAP_WIDTH = 16
+
+
 def rich_table(table: Table, width: int | None = None, *, wide: bool = False
                ) -> tuple[RichTable, tuple[str, ...]]:
     """The table as rich renders it, and the headers of the columns left out so that it
     fits `width` (none are left out when `wide` or when the width is unknown)."""
     cells = [[cell(dict(row), c) for c in table.columns] for row in table.rows]
 
-    def build(shown: Sequence[int]) -> RichTable:
+    def build(shown: Sequence[int], measuring: bool = False) -> RichTable:
         out = RichTable(title=table.title, title_justify="left", header_style="bold")
         for i in shown:
             c = table.columns[i]
+            # a prose column counts WRAP_WIDTH when fitting, and then wraps in what is left
             out.add_column(c.header, justify="left" if c.fmt == "text" else "right",
-                           no_wrap=c.fmt != "list")
+                           no_wrap=c.fmt != "list" and not c.wrap,
+                           max_width=WRAP_WIDTH if c.wrap and measuring else None)
         for row in cells:
             out.add_row(*(row[i] for i in shown))
         return out
@@ -50,7 +56,7 @@ def rich_table(table: Table, width: int | None = None, *, wide: bool = False
     every = range(len(table.columns))
     if wide or width is None:
         return build(every), ()
-    fitted = fit(table.columns, width, lambda shown: measure(build(shown)))
+    fitted = fit(table.columns, width, lambda shown: measure(build(shown, measuring=True)))
     return build(fitted.shown), fitted.hidden
 
 
@@ -119,7 +125,8 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         con.print(Text(f"{result.table.title}: {len(result.table.rows)} rows in table.csv, "
                        "table.md and results.json", style="dim"))
     for t in result.tables:
-        show_table(con, t, wide=wide)
+        if t.terminal:  # a table the study marks as not for the terminal says why in a note
+            show_table(con, t, wide=wide)
     if result.audit:
         con.print(audit_table(result.audit))
         # One line per explanation: the entries of a printed row that share it are named
@@ -161,6 +168,6 @@ def written(folder: Path) -> str:
     except OSError:
         return f"wrote {folder}"
     figures = [n for n in names if n.endswith((".png", ".svg"))]
-    files = [n for n in names if n not in figures and n != "manifest.json"]
+    files = [n for n in names if n not in figures]
     text = f"wrote {folder}/: {', '.join(files)}"
     return text + (f"; figures: {', '.join(figures)}" if figures else "")

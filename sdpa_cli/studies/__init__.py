@@ -10,4 +10,5 @@ STUDIES: dict[str, str] = {
     "gradients": "Gradients through one attention layer versus d_k.",
     "train": "Train one attention head with and without scaling.",
     "inspect": "Attention in a real checkpoint (BERT, GPT-2, Llama).",
+    "depth": "Gradients and token collapse through a stack of blocks.",
 }

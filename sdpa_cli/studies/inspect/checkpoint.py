@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -16,6 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.jsonio import MAX_DEPTH as MAX_JSON_DEPTH
+from sdpa_cli.jsonio import JsonError, load_json
 from sdpa_cli.numerics.models.common import ConfigError
 from sdpa_cli.numerics.models.families import FAMILIES, Family
 
@@ -121,15 +122,29 @@ def strip(name: str) -> str:
     return name
 
 
+# A model's config.json or shard index: a few kB in practice; anything this large is not one.
+MAX_CONFIG = 16 * 1024**2
+_JSON_FAULTS = {"read": "cannot be read", "size": "is too large", "utf8": "is not UTF-8 text",
+                "syntax": "is not valid JSON",
+                "depth": f"nests more than {MAX_JSON_DEPTH} levels (a model's files never do)"}
+
+
+def _json(source: Path | bytes, what: str, path: Path, max_bytes: int) -> Any:
+    """A model file's JSON, through sdpa's one bounded reader (size and depth checked before
+    parsing), its faults said as faults of the model's file."""
+    try:
+        return load_json(source, what=what, max_bytes=max_bytes, file=str(path))
+    except JsonError as e:
+        raise bad(f"corrupt {what}: it {_JSON_FAULTS.get(e.reason, 'cannot be read')}",
+                  path) from None
+
+
 def _config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     if not path.is_file():
         raise bad("no config.json: a Hugging Face model folder holds config.json, "
                   "model.safetensors and tokenizer.json", folder)
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise bad(f"not valid JSON: {e}", path) from None
+    config = _json(path, "config.json", path, MAX_CONFIG)
     if not isinstance(config, dict):
         raise bad("not a JSON object", path)
     return config
@@ -152,11 +167,10 @@ def _family(config: Mapping[str, Any], folder: Path) -> Family:
 def _weight_files(folder: Path) -> list[Path]:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
+        doc = _json(index, "shard index", index, MAX_CONFIG)
         try:
-            doc = json.loads(index.read_text(encoding="utf-8"))
             names = sorted(set(doc["weight_map"].values()))
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError,
-                AttributeError) as e:
+        except (KeyError, TypeError, AttributeError) as e:
             raise bad(f"not a shard index (JSON with a weight_map): {e}", index) from None
         for name in names:
             if not isinstance(name, str) or Path(name).name != name or \
@@ -185,10 +199,7 @@ def read_header(path: Path) -> dict[str, Tensor]:
             raise bad(f"corrupt safetensors header: it claims {length} bytes, the file has "
                       f"{size}", path)
         raw = f.read(length)
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise bad(f"corrupt safetensors header: {e}", path) from None
+    doc = _json(raw, "safetensors header", path, MAX_HEADER)
     if not isinstance(doc, dict):
         raise bad("corrupt safetensors header: not a JSON object", path)
     data = size - 8 - length

@@ -20,7 +20,9 @@ def _arr(values: Sequence[Any]) -> np.ndarray:
 
 def _grid(data: Mapping[str, Any], rows: Sequence[str]):
     dims = data["dims"]
-    fig, axes = style.new(3.3 * len(dims) + 2.2, 2.7 * len(rows) + 0.9, len(rows), len(dims))
+    # at least 8 inches: with one d_k (the depth specs) the two-line title ran off the canvas
+    width = max(3.3 * len(dims) + 2.2, 8.0)
+    fig, axes = style.new(width, 2.7 * len(rows) + 0.9, len(rows), len(dims))
     return fig, axes, dims
 
 

@@ -9,11 +9,14 @@ from sdpa_cli.numerics import recall
 from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
 
+# A narrow terminal shows claim and verdict (wrapped); the evidence and the source are in
+# the notes printed below the table, and whole in every file.
 CLAIM_COLUMNS = (
-    Column("source", "source", "text", priority=1),
-    Column("claim", "claim", "text", priority=0),
-    Column("verdict", "verdict", "text", priority=0),
-    Column("evidence", "evidence", "text", priority=0),
+    Column("source", "source", "text", priority=2, wrap=True),
+    Column("claim", "claim", "text", priority=0, wrap=True),
+    Column("verdict", "verdict", "text", priority=0, wrap=True),
+    Column("evidence", "evidence", "text", priority=1),
+    Column("robustness", "robust?", "text", priority=0, wrap=True),
 )
 D1 = "001_409455fed8d25d77.txt"
 D0 = "000_0e5125495e9ebe01.txt"

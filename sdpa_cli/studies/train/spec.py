@@ -36,6 +36,7 @@ STEP_WORK = 10**4
 # Bytes of one logged point of one run in results.json (LOG_FIELDS × median, lo, hi as text).
 LOG_POINT_BYTES = 18 * 22
 OPTIMISERS: tuple[Optimiser, ...] = ("sgd", "adam")
+MAX_LAYERS = 256  # blocks of a stack, as the depth study
 DEFAULT_LRS: dict[Optimiser, list[float]] = {"sgd": [0.1], "adam": [0.003]}
 
 
@@ -76,6 +77,13 @@ class TrainSpec(SpecBase):
     embeddings: Literal["fixed", "learned"] = Field(
         "fixed",
         description="fixed (default) | learned.")
+    # none: the one attention head (no residual, no LayerNorm). post / pre: a stack of
+    # `layers` blocks of the depth study (LN without parameters, value width d_model).
+    norm: Literal["none", "post", "pre"] = Field(
+        "none", description="none (one head, default) | post | pre: a stack of blocks.")
+    layers: Int = Field(1, ge=1, le=MAX_LAYERS,
+                        description="Blocks of the stack, with norm post or pre (default 1).")
+    mlp: bool = Field(False, description="true: each block adds a ReLU MLP (default false).")
     # steps-to-target uses this accuracy
     target_accuracy: Float = Field(
         0.9, gt=0, le=1,
@@ -125,6 +133,12 @@ class TrainSpec(SpecBase):
         if self.pairs > self.vocab:
             raise SpecFieldError(("pairs",), f"{self.pairs} pairs need at least as many distinct "
                                  f"keys; vocab is {self.vocab}")
+        if self.norm == "none" and self.layers != 1:
+            raise SpecFieldError(("layers",), f"{self.layers} blocks need norm post or pre "
+                                 "(norm none is the single head)")
+        if self.norm == "none" and self.mlp:
+            raise SpecFieldError(("mlp",), "the MLP belongs to the blocks of a stack: give "
+                                 "norm post or pre")
         if self.log_every > self.steps:
             raise SpecFieldError(("log_every",), f"{self.log_every} is more than steps "
                                  f"({self.steps}): nothing would be logged before the end")
@@ -137,15 +151,21 @@ class TrainSpec(SpecBase):
         assert isinstance(lrs, dict)
         return {str(k): list(v) for k, v in lrs.items()}
 
+    def task(self, d_k: int) -> Task:
+        """The numerics.recall.Task of one d_k."""
+        return Task(self.vocab, self.pairs, self.d_model, d_k,
+                    learned_embeddings=self.embeddings == "learned", norm=self.norm,
+                    layers=self.layers, mlp=self.mlp)
+
     def runs(self) -> int:
         """Training runs per d_k: every rule × optimiser × its rates × seed."""
         return len(self.scalings) * self.seeds * sum(len(v) for v in self.rates.values())
 
     def total_flops(self) -> float:
-        """Multiply-adds of every step of every run (see numerics.recall.flops_per_step)."""
-        per_dim = sum(flops_per_step(Task(self.vocab, self.pairs, self.d_model, d), self.batch)
-                      for d in self.dims)
-        return per_dim * self.steps * self.runs()
+        """Multiply-adds of every step of every run (see numerics.recall.flops_per_step),
+        the robustness reruns (one per configuration) included."""
+        per_dim = sum(flops_per_step(self.task(d), self.batch) for d in self.dims)
+        return per_dim * self.steps * (self.runs() + self.runs() // self.seeds)
 
 
 def limits(spec: TrainSpec) -> Cost:
@@ -156,8 +176,14 @@ def limits(spec: TrainSpec) -> Cost:
     check_factors(spec.scalings, list(spec.dims), rows_per_seq)
     biggest = spec.batch * rows_per_seq * max(rows_per_seq, spec.d_model, max(spec.dims),
                                               spec.vocab)
-    params = max(2 * spec.vocab * spec.d_model + 3 * spec.d_model * d + d * spec.vocab
-                 + spec.vocab for d in spec.dims)
+    dm = spec.d_model
+    if spec.norm == "none":
+        params = max(2 * spec.vocab * dm + 3 * dm * d + d * spec.vocab + spec.vocab
+                     for d in spec.dims)
+    else:  # per block W_Q, W_K, W_V (d_model wide), W_1, W_2; readout d_model × V
+        block = max(2 * dm * d for d in spec.dims) + dm * dm + (8 * dm * dm if spec.mlp else 0)
+        params = 2 * spec.vocab * dm + spec.layers * block + dm * spec.vocab + spec.vocab
+        biggest *= spec.layers * (5 if spec.mlp else 1)  # each block keeps its own arrays
     step_memory, param_memory = 8 * STEP_ARRAYS * biggest, 8 * PARAM_COPIES * params
     memory = step_memory + param_memory
     configs = len(spec.dims) * spec.runs() // spec.seeds
@@ -171,7 +197,7 @@ def limits(spec: TrainSpec) -> Cost:
         hint = "lower batch, pairs, vocab or dims"
     else:
         lower, hint = ("steps",), "lower steps, seeds, dims or the learning-rate sweep"
-    steps = spec.steps * spec.runs() * len(spec.dims)
+    steps = spec.steps * (spec.runs() + spec.runs() // spec.seeds) * len(spec.dims)
     return Cost(int(spec.total_flops()) + STEP_WORK * steps, memory, output, configs, lower,
                 hint,
                 ("dims",), "dims × scalings × rates", "give fewer dims, scalings or rates")

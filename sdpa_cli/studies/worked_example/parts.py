@@ -166,7 +166,7 @@ def attention(part: Part, expand: bool, wanted: set[str]) -> PartRun:
     if r.printed_div is not None and not math.isclose(r.printed_div, r.root, rel_tol=1e-12):
         run.notes.append(f"{part.name}: the document divides by {num(r.printed_div)}, not "
                          f"√{r.d_k} = {r.root:.6g}; the steps follow √{r.d_k} and the "
-                         "document's divisor is replayed as printed.*")
+                         "document's divisor is replayed as printed (the printed.* quantities).")
     run.figure = {"name": part.name, "rows": r.rows, "cols": r.cols,
                   "description": part.description,
                   "scores": r.steps.scores.tolist(),

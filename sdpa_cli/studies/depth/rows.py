@@ -1,0 +1,56 @@
+"""The depth study's rows: one per block of a stack, and one summary per stack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sdpa_cli.framework.result import row_fields
+
+
+@dataclass(frozen=True)
+class DepthRow:
+    """One (dim, scaling, norm, layers, layer) row: block `layer` (0 = nearest the input) of
+    a stack of `layers` blocks. grad_* are the Frobenius norms of that block's weight
+    gradients, one per trial, summarised."""
+
+    dim: int
+    scaling: str
+    norm: str
+    mlp: bool
+    layers: int
+    layer: int
+    grad_wq_mean: float | None
+    grad_wq_se: float | None
+    grad_wq_median: float | None
+    grad_wk_mean: float | None
+    grad_wk_se: float | None
+    grad_wk_median: float | None
+    grad_wv_mean: float | None
+    grad_wv_se: float | None
+    grad_wv_median: float | None
+    frozen_share: float  # share of the block's score rows with softmax ‖J‖_F < 1e-3
+    frozen_share_se: float
+    token_cosine: float | None  # mean off-diagonal cosine between the rows of h after it
+    token_cosine_se: float | None
+
+
+@dataclass(frozen=True)
+class StackRow:
+    """One (dim, scaling, norm, layers) stack: how much of ‖∂L/∂W_Q‖ reaches the last block
+    relative to the first, and how alike the tokens end up."""
+
+    dim: int
+    scaling: str
+    norm: str
+    layers: int
+    wq_ratio: float | None  # mean ‖∂L/∂W_Q‖ at the last block ÷ at the first
+    wq_ratio_se: float | None  # delta method over the paired trials
+    median_ratio: float | None  # the same for the medians (no se)
+    first_frozen: float  # frozen share of the first block
+    last_cosine: float | None  # token_cosine after the last block
+    last_cosine_se: float | None
+    collapse_depth: int | None  # first block (1-based count) whose token_cosine ≥ 0.9
+
+
+FIELDS = row_fields(DepthRow)
+STACK_FIELDS = row_fields(StackRow)

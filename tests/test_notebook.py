@@ -1,0 +1,28 @@
+"""The example notebook (tests/data/sdpa-from-python.ipynb) runs headless, and shows what
+the Python API promises: the HTML table, the found: lines, the figures (slow tier)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+NOTEBOOK = Path(__file__).parent / "data" / "sdpa-from-python.ipynb"
+
+
+@pytest.mark.slow
+def test_the_example_notebook_runs_and_shows_the_result(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not any(o.output_type == "error" for o in c.outputs) for c in code)
+    html = code[0].outputs[0]["data"]["text/html"]  # the Result's _repr_html_
+    assert "<table>" in html and "found:" in html and "checks:</b> 6/6 passed" in html
+    rows = code[1].outputs[0]["data"]["text/plain"]
+    assert "(3, 'none'," in rows and "(1000, 'sqrt'," in rows
+    assert "grows like d" in code[2].outputs[0]["data"]["text/plain"]
+    assert code[3].outputs[0]["data"]["text/plain"] == "2"
+    assert "sqrt" in code[4].outputs[0]["data"]["text/plain"]
