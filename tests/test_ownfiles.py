@@ -140,10 +140,11 @@ def test_a_later_batch_removes_only_leftovers_that_are_provably_sdpa_s(sdpa, wor
 def test_an_edited_status_fails_run_check_and_keeps_the_record(sdpa, workdir):
     write_spec(workdir, "one.yaml", FAILING)
     assert sdpa("run", "one.yaml", "--out", "B", "--no-plots", "-q", "--check").code == 1
-    again = sdpa("run", "one.yaml", "--out", "B", "--no-plots", "--check")
-    assert again.code == 1 and "kept" in again.err  # the control: unchanged, kept, failed
-    record = (workdir / "B/.sdpa-lastfailed.json").read_bytes()
     path = workdir / "B/one/manifest.json"
+    written = path.read_bytes()
+    again = sdpa("run", "one.yaml", "--out", "B", "--no-plots", "-q", "--check")
+    assert again.code == 1 and path.read_bytes() == written  # the control: kept, failed
+    record = (workdir / "B/.sdpa-lastfailed.json").read_bytes()
     path.write_text(path.read_text().replace('"status": "failed"', '"status": "passed"'))
     r = sdpa("run", "one.yaml", "--out", "B", "--no-plots", "-q", "--check")
     assert r.code == 2 and "passed (unchanged" not in r.err
@@ -161,9 +162,9 @@ def test_a_manifest_before_the_digest_is_run_again_not_kept(sdpa, workdir):
     doc = json.loads(path.read_text())
     del doc[manifest.SELF_DIGEST]
     path.write_text(json.dumps(doc))
-    r = sdpa("run", "one.yaml", "--out", "B", "--no-plots", "--check")
-    assert r.code == 1 and "kept" not in r.err
-    assert manifest.SELF_DIGEST in json.loads(path.read_text())
+    r = sdpa("run", "one.yaml", "--out", "B", "--no-plots", "-q", "--check")
+    assert r.code == 1, r.err
+    assert manifest.SELF_DIGEST in json.loads(path.read_text())  # run again, written anew
 
 
 def _fake(folder: Path, se: object, variance: float) -> None:
