@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdpa_cli import batch, executors, loader, paths, registry, report
+from sdpa_cli import batch, environment, executors, loader, paths, registry, report
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.report import batch as report_batch
 from sdpa_cli.report import examples as report_examples
@@ -183,6 +183,11 @@ def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
             raise InputError(Problem("runs every named spec; give no NAME or SPEC with it",
                                      flag="--all"))
         return run_all_specs(study, overrides=overrides, flags=flags, settings=settings)
+    # Too long for a file (NAME_MAX, PATH_MAX), and spec names are at most 100 characters:
+    # neither, said before anything stats it (that raised OSError: File name too long).
+    why = environment.path_problem(Path(target), sibling=False) if target else None
+    if why:
+        raise InputError(Problem(why, file=target))
     declared = registry.get(study)
     field = declared.target_field
     if target is not None and field is not None and not _names_a_spec(study, target):
@@ -195,8 +200,9 @@ def study_command(study: str, target: str | None, *, list_: bool, all_: bool,
         what = f"a {declared.target_metavar}" if field else "a spec NAME or a SPEC file"
         raise InputError(Problem(f"{study}: give {what}, or --list to see the named specs, "
                                  "or --all to run them all"))
+    exists = target is not None and Path(target).exists()
     path = None if target is None else (
-        find_spec(study, target) if is_example_name(target) and not Path(target).exists()
+        find_spec(study, target) if is_example_name(target) and not exists
         else Path(target))
     return run_study(study, path, overrides=overrides, flags=flags, settings=settings)
 

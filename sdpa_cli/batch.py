@@ -11,7 +11,17 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdpa_cli import executors, loader, paths, process, registry, report, selection
+from sdpa_cli import (
+    environment,
+    executors,
+    loader,
+    names,
+    paths,
+    process,
+    registry,
+    report,
+    selection,
+)
 from sdpa_cli.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -21,9 +31,8 @@ from sdpa_cli.errors import (
     SdpaError,
 )
 from sdpa_cli.framework.result import Result
-from sdpa_cli.jsonio import load_json
 from sdpa_cli.report import batch as batch_report
-from sdpa_cli.report import eta, manifest, unchanged
+from sdpa_cli.report import eta, manifest, ownfiles, unchanged
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.spec.common import SpecBase
@@ -44,7 +53,10 @@ def collect(targets: list[Path]) -> list[Path]:
     files: list[Path] = []
     problems = []
     for t in targets:
-        if t.is_dir():
+        why = environment.path_problem(t, sibling=False)
+        if why:
+            problems.append(Problem(why, file=str(t)))
+        elif t.is_dir():
             found = paths.spec_files(t)
             if not found:
                 problems.append(Problem("folder holds no *.yaml spec", file=str(t)))
@@ -72,20 +84,20 @@ def validate(files: list[Path]) -> list[tuple[Path, SpecBase]]:
             loaded.append((f, s))
         except InputError as e:
             problems.extend(e.problems)
-    names: dict[str, Path] = {}
+    owners: dict[str, Path] = {}
     for f, s in loaded:
-        name = s.name or f.stem
-        if name in names:
-            problems.append(Problem(f"output name {name!r} is also used by {names[name]}; "
+        name = names.of(s.name, f.stem)
+        if name in owners:
+            problems.append(Problem(f"output name {name!r} is also used by {owners[name]}; "
                                     "set `name:` in one of them", file=str(f), field="name"))
-        names[name] = f
+        owners[name] = f
     if problems:
         raise InputError(problems)
     return loaded
 
 
 def plan(loaded: list[tuple[Path, SpecBase]], settings: report.Settings) -> list[Planned]:
-    return [Planned(f, s, report.target_for(s.name or f.stem, settings)) for f, s in loaded]
+    return [Planned(f, s, report.target_for(names.of(s.name, f.stem), settings)) for f, s in loaded]
 
 
 def compute(p: Planned, settings: report.Settings) -> tuple[float, Result]:
@@ -137,8 +149,8 @@ def _kept(p: Planned, settings: report.Settings) -> Outcome | None:
     if status is None:
         return None
     try:  # the folder's own result, so every report reads it as if it had just run
-        result = Result.from_json(load_json(p.target / "results.json", what="results.json"))
-    except (OSError, ValueError, KeyError, TypeError):
+        result = Result.from_json(ownfiles.read(p.target / "results.json", "result"))
+    except OSError:
         return None
     return Outcome(p, status, result=result, seconds=time.time() - started,
                    figures=tuple(report.figure_files(result, settings)), folder=p.target,
@@ -168,7 +180,7 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
     try:
         for i, p in enumerate(planned):
             if progress is not None:
-                progress.start(i, p.spec.name or p.file.stem, p.spec.study)
+                progress.start(i, p.target.name, p.spec.study)
             if ahead is not None:
                 kept, computed = ahead.take(i)
             else:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli import __version__
+from sdpa_cli.environment import check_path
 from sdpa_cli.errors import EXIT_CHECK_FAILED, EXIT_OK, InputError, Problem
 from sdpa_cli.framework.result import clean
-from sdpa_cli.jsonio import load_json
-from sdpa_cli.report import write_stdout
+from sdpa_cli.report import ownfiles, write_stdout
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
@@ -59,18 +59,27 @@ def is_run_folder(path: Path) -> bool:
     return (path / "results.json").is_file()
 
 
-def _results(folder: Path) -> dict[str, Any]:
-    # a planted or corrupt file (bad JSON, nested 100 000 deep) is a JsonError: one line
-    # naming the file, exit 2
-    doc = load_json(folder / "results.json", what="results.json")
-    if not isinstance(doc, dict):
-        raise InputError(Problem("results.json is not an sdpa result", file=str(folder)))
-    return doc
+def _results(a: Path, b: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both results.json, each parsed (a file that is no JSON at all is reported first,
+    whichever side it is on) and then checked against the result schema."""
+    try:
+        for folder in (a, b):
+            ownfiles.parse(folder / "results.json")
+        return ownfiles.read(a / "results.json", "result"), \
+            ownfiles.read(b / "results.json", "result")
+    except FileNotFoundError as e:
+        raise InputError(Problem("no results.json", file=str(Path(e.filename).parent))) \
+            from None
+
+
+def _visible(name: str) -> bool:
+    return not name.startswith(".")
 
 
 def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
     """(name, run folder in A, run folder in B) for every run both hold; what only one has."""
     for p, flag in ((a, "A"), (b, "B")):
+        check_path(p, flag, sibling=False)
         if not p.is_dir():
             raise InputError(Problem(f"{p}: no such folder", flag=flag))
     if is_run_folder(a) and is_run_folder(b):
@@ -78,8 +87,9 @@ def _pairs(a: Path, b: Path) -> tuple[list[tuple[str, Path, Path]], list[str]]:
     if is_run_folder(a) or is_run_folder(b):
         raise InputError(Problem("compare two run folders or two batch folders, not one of "
                                  "each", flag="A B"))
-    runs_a = {p.name for p in a.iterdir() if p.is_dir() and is_run_folder(p)}
-    runs_b = {p.name for p in b.iterdir() if p.is_dir() and is_run_folder(p)}
+    # A killed run's `.NAME.tmp-PID-HEX` is half-written, never a run (nor hidden folders).
+    runs_a = {p.name for p in a.iterdir() if _visible(p.name) and p.is_dir() and is_run_folder(p)}
+    runs_b = {p.name for p in b.iterdir() if _visible(p.name) and p.is_dir() and is_run_folder(p)}
     if not runs_a and not runs_b:
         raise InputError(Problem(f"neither {a} nor {b} holds a run folder (results.json)",
                                  flag="A B"))
@@ -114,7 +124,10 @@ def _se_fields(row: dict[str, Any]) -> dict[str, str]:
 
 
 def _number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
+    """A number float64 holds (a whole number of 400 digits is compared exactly, never
+    turned into a float, which would raise OverflowError)."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and \
+        (isinstance(x, float) or abs(x) <= 1.7976931348623157e308)
 
 
 def _label(value: Any) -> bool:
@@ -191,7 +204,9 @@ def _compare_rows(table: str, ra: list[dict[str, Any]], rb: list[dict[str, Any]]
                     z = (float(va) - float(vb)) / spread  # type: ignore[arg-type]
                     out.append(Quantity(table, i, key, va, vb, "monte-carlo",
                                         abs(z) <= tolerance, sa, sb, z))
-                    continue
+                else:  # no standard error on either side (null, or 0): equal or not at all
+                    out.append(Quantity(table, i, key, va, vb, "exact", va == vb, sa, sb))
+                continue
             # Exact: every value of a deterministic row; in a Monte Carlo row the identity
             # columns (integers, words) and the closed forms (theory_*). Other random
             # numbers without a standard error are shown, not judged.
@@ -221,7 +236,7 @@ def _same_bytes(a: Path, b: Path) -> bool:
 
 
 def compare_runs(name: str, a: Path, b: Path, tolerance: float) -> RunComparison:
-    da, db = _results(a), _results(b)
+    da, db = _results(a, b)
     rc = RunComparison(name, parameters=_parameters(da.get("spec") or {}, db.get("spec") or {}))
     if da.get("study") != db.get("study"):
         rc.problems.append(f"different studies: {da.get('study')} and {db.get('study')}")
@@ -241,7 +256,8 @@ def exact(a: Path, b: Path) -> list[str]:
     """Byte-for-byte: every file but the manifests (the determinism guarantee)."""
     def files(root: Path) -> set[Path]:
         return {p.relative_to(root) for p in root.rglob("*")
-                if p.is_file() and p.name not in SKIP_EXACT}
+                if p.is_file() and p.name not in SKIP_EXACT
+                and not any(ownfiles.is_leftover(part) for part in p.relative_to(root).parts)}
 
     fa, fb = files(a), files(b)
     problems = [f"only in {a}: {p}" for p in sorted(fa - fb)]
@@ -255,6 +271,7 @@ def exact(a: Path, b: Path) -> list[str]:
 
 def exact_doc(a: Path, b: Path) -> dict[str, Any]:
     for p, flag in ((a, "A"), (b, "B")):
+        check_path(p, flag, sibling=False)
         if not p.is_dir():
             raise InputError(Problem(f"{p}: no such folder", flag=flag))
     problems = exact(a, b)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from sdpa_cli import process
+from sdpa_cli import environment, process
 from sdpa_cli.cli import cli
 from sdpa_cli.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, SdpaError, one_line
 
@@ -98,6 +98,12 @@ def _drop_impossible_sizes(environ: dict[str, str] | os._Environ[str] = os.envir
 
 def run(args: list[str]) -> int:
     """Run sdpa with these arguments and return the exit code (errors become one line)."""
+    try:  # before NumPy and matplotlib read the environment (nor any CI report is written)
+        environment.check()
+    except SdpaError as e:
+        for line in e.lines():
+            click.echo(line, err=True)
+        return e.exit_code
     _drop_impossible_sizes()
     try:
         result = cli.main(args=args, prog_name="sdpa", standalone_mode=False)

@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sdpa_cli import registry
+from sdpa_cli import names, registry
 from sdpa_cli.errors import InputError, Problem, SpecFieldError
 from sdpa_cli.numerics.rng import fresh_entropy
 from sdpa_cli.spec import limits
-from sdpa_cli.spec.common import NAME_PATTERN, SpecBase
+from sdpa_cli.spec.common import SpecBase
 from sdpa_cli.spec.yamlio import Document, field_name, parse, read_text
 
 
@@ -76,8 +76,11 @@ def load(
     if path is not None:  # file names inside a spec are relative to the spec's folder
         data = cls.resolve_paths(data, path.parent)
     data.update(overrides or {})
-    if "name" not in data:
-        data["name"] = _safe_name(path.stem if path is not None else (default_name or study))
+    if data.get("name") is None:  # absent, or `name:` / `name: null`: from the file name
+        data["name"] = names.derive(path.stem if path is not None else (default_name or study))
+        why = names.check_derived(data["name"], path.name) if path is not None else None
+        if why:
+            raise InputError(Problem(why, file=str(path), field="name"))
     if data.get("seed") is None and cls.needs_seed(data):
         data["seed"] = fresh_entropy()
     try:
@@ -105,11 +108,6 @@ def _as_flags(message: str, cls: type[SpecBase]) -> str:
                       if w[0] in fields else w[0], m[0])
 
     return re.sub(r"\([^()]*\)", flags, message)
-
-
-def _safe_name(stem: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.") or "spec"
-    return name if re.match(NAME_PATTERN, name) else "spec"
 
 
 def _with_printed_text(doc: Document) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from sdpa_cli import process
+from sdpa_cli.environment import path_problem
 from sdpa_cli.errors import InputError, Problem, control_name, is_control, one_line
 from sdpa_cli.report.ci_files import report_path_problem
 from sdpa_cli.report.manifest import BATCH_NAME
@@ -326,7 +327,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
         if not given:
             continue
         target = Path(given).absolute()
-        why = report_path_problem(Path(given))  # named as the user wrote it
+        why = path_problem(Path(given)) or report_path_problem(Path(given))
         if not why and run_folder is not None and target.parent == run_folder.absolute():
             why = f"{run_folder} is the run folder this command writes; write the report " \
                   "outside it"

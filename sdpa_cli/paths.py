@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdpa_cli.jsonio import load_json
+from sdpa_cli.report import manifest
+
 _HERE = Path(__file__).resolve().parent
 
 
@@ -28,6 +31,28 @@ SLOW = "slow"
 
 def spec_files(folder: Path) -> list[Path]:
     """Every *.yaml / *.yml below a folder, in a stable (sorted) order, leaving out those in
-    a `slow/` subfolder below it (name that folder to run them)."""
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-                  and SLOW not in p.relative_to(folder).parts[:-1])
+    a `slow/` subfolder below it (name that folder to run them), in hidden folders (a killed
+    run's `.NAME.tmp-…`), and in the run folders sdpa wrote: their spec.yaml and params.yaml
+    are records of a run, not specs (`sdpa run .` would otherwise run its own outputs)."""
+    found = []
+    for p in sorted(folder.rglob("*")):
+        parts = p.relative_to(folder).parts[:-1]
+        if not (p.suffix in (".yaml", ".yml") and p.is_file()) or SLOW in parts or \
+                any(part.startswith(".") for part in parts):
+            continue
+        if parts and _is_run_folder(p.parent):
+            continue
+        found.append(p)
+    return found
+
+
+def _is_run_folder(folder: Path) -> bool:
+    """A folder holding a manifest.json with sdpa's run-folder marker (its files unchecked:
+    an edited run folder is still not a folder of specs)."""
+    if not (folder / manifest.NAME).is_file():
+        return False
+    try:
+        doc = load_json(folder / manifest.NAME, what=manifest.NAME, max_bytes=1 << 22)
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == manifest.KIND

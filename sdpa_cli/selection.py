@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -9,7 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sdpa_cli.errors import InputError, Problem
-from sdpa_cli.jsonio import JsonError, load_json
+from sdpa_cli.jsonio import JsonError
+from sdpa_cli.report import ownfiles
 from sdpa_cli.report.runfolder import write_atomic
 
 LAST_FAILED = ".sdpa-lastfailed.json"
@@ -138,13 +140,20 @@ def read_last_failed(root: Path, *, strict: bool = False) -> set[str] | None:
     if not os.path.lexists(root / LAST_FAILED):
         return None
     try:
-        doc = load_json(root / LAST_FAILED, what="the last-failed record")
-    except JsonError:
+        doc = ownfiles.read(root / LAST_FAILED, "lastfailed", what="the last-failed record")
+    except FileNotFoundError:
+        return None
+    except JsonError:  # not JSON at all: its message says what to do
         if strict:
             raise
         return None
-    failed = doc.get("failed") if isinstance(doc, dict) else None
-    return {str(n) for n in failed} if isinstance(failed, list) else None
+    except InputError as e:  # JSON, but not the record's shape
+        if not strict:
+            return None  # not choosing by it: it is replaced at the end of the batch
+        raise InputError([dataclasses.replace(
+            p, message=p.message + f"; delete {LAST_FAILED} to start a new record")
+            for p in e.problems]) from None
+    return set(doc["failed"])
 
 
 def updated_last_failed(previous: set[str] | None, ran: Iterable[tuple[str, str]]) -> set[str]:

@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,3 +135,16 @@ def cluster() -> Iterator[executors.ClusterExecutor]:
         finally:
             client.close()
             lc.close()
+
+
+class Counter:
+    """A thread-safe progress tick for tests: blocks planned and completed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.planned = self.done = 0
+
+    def __call__(self, planned: int, done: int) -> None:
+        with self.lock:
+            self.planned += planned
+            self.done += done

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_spec
+from conftest import Counter, write_spec
 
 from sdpa_cli import batch, executors, registry
 from sdpa_cli import loader as spec_mod
@@ -20,19 +20,6 @@ from sdpa_cli.framework.context import RunContext
 from sdpa_cli.numerics.blocks import Job, fold_blocks, fold_jobs
 from sdpa_cli.report import writers
 from sdpa_cli.report.progress import Progress
-
-
-class Counter:
-    """A thread-safe tick: blocks planned and completed."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.planned = self.done = 0
-
-    def __call__(self, planned: int, done: int) -> None:
-        with self.lock:
-            self.planned += planned
-            self.done += done
 
 
 def _square(b: int) -> float:

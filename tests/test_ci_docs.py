@@ -1,5 +1,5 @@
-"""README's "Using sdpa in CI" section: its workflows load as YAML and name real commands and
-flags."""
+"""The "Using sdpa in CI" section (sdpa help ci): its workflows load as YAML and name real
+commands and flags."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import yaml
 
 from sdpa_cli.cli import cli
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "sdpa_cli" / "docs" / "ci.md"
 _SHELL_END = {">", ">>", "|", "&&", "||", ";", "2>&1"}
 
 
 def _section() -> str:
     """The README's "Using sdpa in CI" section itself (a copy of it could drift)."""
     text = README.read_text(encoding="utf-8")
-    m = re.search(r"^## Using sdpa in CI\n(.*?)(?=^## )", text, re.S | re.M)
-    assert m, "README.md has no '## Using sdpa in CI' section"
+    m = re.search(r"^## Using sdpa in CI\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert m, "sdpa help ci has no '## Using sdpa in CI' section"
     return m.group(1)
 
 

@@ -23,8 +23,10 @@ parts:
 
 def _fake_run(folder: Path, rows: list[dict], spec: dict | None = None) -> Path:
     folder.mkdir(parents=True)
-    doc = {"study": "variance", "name": folder.name, "spec": spec or {"seed": 1},
-           "rows": rows}
+    # every field results.json must have (compare reads it against its schema)
+    doc = {"schema_version": 1, "sdpa_version": "0", "study": "variance", "name": folder.name,
+           "title": "", "source": "", "spec": {"study": "variance", **(spec or {"seed": 1})},
+           "rows": rows, "checks": [], "audit": [], "passed": True, "theory": [], "notes": []}
     (folder / "results.json").write_text(json.dumps(doc))
     return folder
 

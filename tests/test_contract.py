@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jsonschema
 import pytest
 import referencing
-from conftest import example_spec, study_examples
+from conftest import Counter, example_spec, study_examples
 
 from sdpa_cli import registry, schemas
 from sdpa_cli.framework.context import RunContext
@@ -25,16 +24,6 @@ COST_FACTOR = 20
 
 CASES = study_examples()
 
-
-class Counter:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.planned = self.done = 0
-
-    def __call__(self, planned: int, done: int) -> None:
-        with self.lock:
-            self.planned += planned
-            self.done += done
 
 
 @pytest.fixture(scope="module")

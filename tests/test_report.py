@@ -43,7 +43,8 @@ def _result(name: str, source: str, *, rows: int = 3, audit: tuple[AuditEntry, .
     table = Table("main", f"{name} table", columns,
                   tuple({"d": i + 1, "v": 0.5 * i, "s": "sqrt"} for i in range(rows)))
     return Result(study="variance", name=name, title=f"Title of {name}", source=source,
-                  description=f"What {name} measures.", spec={"name": name, "seed": 7},
+                  description=f"What {name} measures.",
+                  spec={"study": "variance", "name": name, "seed": 7},
                   table=table, checks=(Check("c1", True, "ok"),), audit=audit,
                   theory=("Var(q·k) = d",), findings=("grows like d",), expect=("grows",),
                   notes=("a note",), panels=panels,
@@ -338,7 +339,7 @@ def test_an_unreadable_run_folder_is_listed_not_fatal(tmp_path: Path):
     (root / "broken" / "results.json").write_text("{not json", encoding="utf-8")
     items = batch_report.write((), root)
     assert {e.name: e.status for e in items} == {"good": "passed", "broken": "unreadable"}
-    assert "results.json or manifest.json cannot be read" in (root / "index.md").read_text()
+    assert "results.json is not valid JSON" in (root / "index.md").read_text()
 
 
 def test_the_report_reads_the_same_whichever_command_rebuilt_it(sdpa, workdir):

@@ -156,7 +156,7 @@ def test_command_writes_rows_with_the_documented_fields(sdpa) -> None:
                 "steps_to_target_median", "final_loss_median", "chance_loss", "entropy_init",
                 "max_score_init", "grad_wq_init", "grad_wk_init", "diverged"):
         assert key in doc["rows"][0]
-    assert {t for t in doc["tables"]} == {"sensitivity", "claims"}
+    assert {t for t in doc["tables"]} == {"sensitivity", "claims", "robustness"}
     assert len(doc["curves"]) == 4 and doc["curves"][0]["steps"][0] == 1
 
 

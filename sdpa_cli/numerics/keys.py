@@ -35,9 +35,10 @@ def leading_key(keys: list[int] | Array, margin: float, rule: Scaling | None = N
     """The leading-key family at each n: one key leads the other n − 1 (tied) by `margin` in
     q·k units; the rule turns that into the score gap g (so logn's S·ln n grows g with n).
 
-    With a = ln(n−1) − g: log p₁ = −softplus(a), 1 − p₁ = sigmoid(a), entropy = softplus(a) +
-    g·sigmoid(a), and ‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴
-    with p₀ = e^−g·p₁: every term positive, nothing cancels at any margin.
+    With a = ln(n−1) − g: log p₁ = −softplus(a), 1 − p₁ = sigmoid(a), log p₀ =
+    −log(e^g + n − 1), entropy = −p₁ log p₁ − (n−1) p₀ log p₀, and
+    ‖J‖²_F = p₁²(1−p₁)² + (n−1)p₀²(1−p₀)² + 2(n−1)p₁²p₀² + (n−1)(n−2)p₀⁴
+    with p₀ = e^−g·p₁ = 1/(e^g + n − 1): every term positive, nothing cancels at any margin.
     """
     n = np.asarray(keys, dtype=np.float64)
     if np.any(n < 1) or np.any(n != np.round(n)):
@@ -50,8 +51,13 @@ def leading_key(keys: list[int] | Array, margin: float, rule: Scaling | None = N
     p1 = np.exp(log_p1)
     rest = np.exp(-_softplus(-a))  # 1 − p₁ = sigmoid(a), without forming 1 − p₁
     rest = np.where(n > 1, rest, 0.0)
-    p0 = np.where(n > 1, np.exp(-gap + log_p1), 0.0)
-    entropy = np.where(n > 1, _softplus(a) + gap * rest, 0.0)
+    # p₀ = 1/(e^g + n − 1), its log formed whole: −g + log p₁ cancels to 0 for g ≪ 0
+    # (margin −1e100 gave p₀ = 1, ‖J‖_F = 4.24 at n = 4 instead of 0.471), and the entropy
+    # as −p₁ log p₁ − (n−1) p₀ log p₀, two terms ≥ 0 (softplus(a) + g·sigmoid(a) cancelled
+    # to 0 there instead of ln 3).
+    log_p0 = -np.logaddexp(gap, np.log(np.maximum(n - 1, 1)))
+    p0 = np.where(n > 1, np.exp(log_p0), 0.0)
+    entropy = np.where(n > 1, -p1 * log_p1 - (n - 1) * p0 * log_p0, 0.0)
     one_minus_p0 = p1 + (n - 2) * p0
     with np.errstate(under="ignore"):
         frob2 = (p1 * p1 * rest * rest + (n - 1) * (p0 * one_minus_p0) ** 2

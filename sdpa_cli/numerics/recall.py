@@ -257,9 +257,13 @@ class TrainLog:
 
 def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int, batch: int,
           log_every: int, init_rng: np.random.Generator,
-          data_rng: np.random.Generator) -> TrainLog:
-    """Train from the generators' states; the same generators give the same bytes."""
+          data_rng: np.random.Generator, perturb: float = 0.0) -> TrainLog:
+    """Train from the generators' states; the same generators give the same bytes.
+    `perturb` scales every initial weight by (1 + perturb): a last-digit nudge (1e-12) that
+    shows how far a run's outcome rests on its exact rounding."""
     params = init_params(task, init_rng)
+    if perturb:
+        params = {name: value * (1.0 + perturb) for name, value in params.items()}
     names = trained_names(task)
     theta = {"trained": pack(params, names)}  # the optimiser sees one parameter vector
     opt = Optimiser(optimiser, lr)

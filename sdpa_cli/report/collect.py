@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli.documents import DOCUMENTS, document_of, place
+from sdpa_cli.errors import InputError
 from sdpa_cli.framework.result import Result
-from sdpa_cli.jsonio import load_json
-from sdpa_cli.report import manifest
+from sdpa_cli.report import manifest, ownfiles
+from sdpa_cli.report.manifest import SELF_DIGEST
 from sdpa_cli.report.outcomes import Outcome
 from sdpa_cli.report.runfolder import MARKER
 
@@ -67,12 +68,24 @@ def is_batch_folder(root: Path) -> bool:
     return first == INDEX_TITLE and (root / "report.html").is_file()
 
 
+def _digested(path: Path) -> bool:
+    """Whether a manifest carries its own digest (an sdpa before it wrote a looser shape)."""
+    try:
+        doc = ownfiles.parse(path)
+    except (OSError, ValueError):
+        return True  # let read() say why in one line
+    return not isinstance(doc, dict) or SELF_DIGEST in doc
+
+
 def _read(folder: Path) -> Entry:
     try:
-        doc = load_json(folder / RESULTS, what=RESULTS)
-        manifest = load_json(folder / MARKER, what=MARKER)
+        doc = ownfiles.read(folder / RESULTS, "result", shown=f"{folder.name}/{RESULTS}")
+        manifest = ownfiles.read(folder / MARKER, "manifest", shown=f"{folder.name}/{MARKER}") \
+            if _digested(folder / MARKER) else ownfiles.parse(folder / MARKER)
         result = Result.from_json(doc)
-    except (OSError, ValueError, TypeError, KeyError) as e:
+    except InputError as e:  # damaged: listed as unreadable, with the field and what it needs
+        return Entry(folder.name, "unreadable", error=e.lines()[0])
+    except (OSError, ValueError) as e:
         return Entry(folder.name, "unreadable", error=f"{RESULTS} or {MARKER} cannot be read: "
                      f"{type(e).__name__}")
     figures = tuple(f"{f.name}.png" for f in result.figures

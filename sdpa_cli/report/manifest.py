@@ -13,9 +13,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from sdpa_cli import __version__
+from sdpa_cli import __version__, schemas
 from sdpa_cli.jsonio import MAX_DEPTH, JsonError, load_json
 from sdpa_cli.numerics.rng import BIT_GENERATOR
+from sdpa_cli.schemas.validate import Mismatch, check, finite
 
 # A folder is sdpa's to replace only when its manifest carries this marker and schema and
 # lists exactly the files that are there, byte for byte.
@@ -111,7 +112,18 @@ def build(
     # What `sdpa run` compares to keep an unchanged run folder (report/unchanged.py):
     # code_sha256, input_sha256 and render, appended after the fields above.
     doc.update(reuse or {})
+    # Last: a digest over every field above, so that an edit to the manifest itself (a
+    # status turned from "failed" to "passed") shows; its listed files carry their own.
+    doc[SELF_DIGEST] = self_digest(doc)
     return doc
+
+
+SELF_DIGEST = "manifest_sha256"
+
+
+def self_digest(doc: dict[str, Any]) -> str:
+    """sha256 of a manifest's canonical JSON, its own digest field left out."""
+    return spec_digest({k: v for k, v in doc.items() if k != SELF_DIGEST})
 
 
 def printable_arg(arg: str) -> str:
@@ -243,7 +255,7 @@ def batch_file_problem(root: Path, names: tuple[str, ...]) -> str:
     doc, why = _read_json(root / BATCH_NAME)
     if doc is None:
         return f"{_names(present)} {'is' if len(present) == 1 else 'are'} not sdpa's ({why})"
-    why = _check(doc, BATCH_KIND, BATCH_NAME) or \
+    why = _check(doc, BATCH_KIND, BATCH_NAME) or _schema_problem(doc, "batch-manifest") or \
         ("" if _listed(doc) is not None else f"its {BATCH_NAME} does not list files")
     if why:
         return f"{_names(present)} {'is' if len(present) == 1 else 'are'} not sdpa's ({why})"
@@ -252,6 +264,48 @@ def batch_file_problem(root: Path, names: tuple[str, ...]) -> str:
     if changed:
         return (f"{_names(changed)} {'was' if len(changed) == 1 else 'were'} not written by sdpa "
                 "or changed since")
+    return ""
+
+
+def _schema_problem(doc: dict[str, Any], schema: str) -> str:
+    """'' when `doc` fits sdpa's schema of that name, else the field and what it needed."""
+    try:
+        check(doc, schemas.load(schema))
+        finite(doc)
+    except Mismatch as e:
+        return f"its {e.field} is not what sdpa writes (expected {e.expected})"
+    return ""
+
+
+def own_fields_problem(folder: Path) -> str:
+    """'' when the manifest of an sdpa run folder (its files already verified) vouches for
+    itself: it fits its schema, its digest covers every field, and its status is the one
+    results.json records. A manifest of an sdpa before the digest is left to the files'
+    check (such a folder is never kept unchanged: kept_status asks for the digest)."""
+    doc, why = _read_json(folder / NAME)
+    if doc is None:
+        return why
+    if SELF_DIGEST not in doc:
+        return ""
+    why = _schema_problem(doc, "manifest")
+    if why:
+        return f"{NAME}: {why}"
+    if doc[SELF_DIGEST] != self_digest(doc):
+        return (f"{NAME}: {SELF_DIGEST}: expected the digest of the other fields; they were "
+                "edited since sdpa wrote them")
+    try:  # up to the output budget, not the manifest's few megabytes
+        results = load_json(folder / "results.json", what="results.json")
+    except (OSError, ValueError, RecursionError):
+        return "results.json: not a JSON document sdpa wrote"
+    if not isinstance(results, dict):
+        return "results.json: (the document): expected an object"
+    why = _schema_problem(results, "result")
+    if why:  # listed with its hash, so changed with the manifest: read nothing of it
+        return f"results.json: {why}"
+    passed = results["passed"]
+    if doc["status"] != ("passed" if passed else "failed"):
+        return (f"{NAME}: status: expected \"{'passed' if passed else 'failed'}\" as "
+                f"results.json records, not \"{doc['status']}\"")
     return ""
 
 

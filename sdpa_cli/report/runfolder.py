@@ -15,9 +15,10 @@ import signal
 import stat
 from pathlib import Path
 
-from sdpa_cli import process
+from sdpa_cli import environment, process
 from sdpa_cli.errors import InputError, Problem, RunError
 from sdpa_cli.report import manifest
+from sdpa_cli.report.ownfiles import LEFTOVER
 
 MARKER = manifest.NAME  # a run folder sdpa may replace holds its own, matching manifest
 BATCH_FILES = ("index.md", "report.html")  # what a batch writes into its folder, besides runs
@@ -119,6 +120,39 @@ def clean_stale(target: Path) -> None:
         _remove(entry)
 
 
+# The files sdpa writes straight into a batch folder through a temporary sibling.
+_OWN_FILES = frozenset((*BATCH_FILES, manifest.BATCH_NAME, ".sdpa-lastfailed.json"))
+
+
+def clean_leftovers(root: Path) -> None:
+    """Remove what killed runs left in a batch folder (SIGKILL, or a signal sdpa does not
+    handle), only where it is provably sdpa's: its writer is dead, it is this user's, and it is
+    a run folder holding only sdpa's files (clean_stale), a regular file named after one of
+    the batch's own files, or a write probe holding sdpa's four bytes."""
+    try:
+        names = [e.name for e in os.scandir(root)]
+    except OSError:
+        return
+    for name in names:
+        m = LEFTOVER.match(name)
+        if m is None or _pid_alive(int(m["pid"])):
+            continue
+        entry = root / name
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            continue
+        if info.st_uid != os.getuid():
+            continue
+        if stat.S_ISDIR(info.st_mode) and m["what"] in ("tmp", "old"):
+            clean_stale(root / m["name"])
+        elif stat.S_ISREG(info.st_mode) and (
+                (m["what"] == "tmp" and m["name"] in _OWN_FILES)
+                or (m["what"] == "probe" and info.st_size == 4 and entry.read_bytes() == b"sdpa")):
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+
 # The files a run folder is built from (report.write_run), and figures.
 _RUN_FILE = re.compile(r"^(results\.json|table\.csv|table\.md|spec\.yaml|params\.yaml|"
                        r"metrics\.json|manifest\.json|[A-Za-z0-9_-]+\.(png|svg))$")
@@ -141,6 +175,7 @@ def _half_written_run(entry: Path) -> bool:
 def check_replaceable(target: Path, what: str) -> None:
     """Refuse (exit 2, nothing written) to replace anything sdpa did not make: a folder is
     replaced only when it is empty or its manifest is sdpa's and matches its files."""
+    environment.check_path(target, what)  # before any call that would fail on it
     here = Path.cwd().resolve()
     try:
         resolved = target.resolve()
@@ -165,11 +200,17 @@ def check_replaceable(target: Path, what: str) -> None:
             raise InputError(Problem(
                 f"{target} is not an sdpa run folder: {why}; sdpa replaces only folders it "
                 "wrote, so choose another folder or move this one away yourself", flag=what))
+        why = manifest.own_fields_problem(real)
+        if why:  # sdpa's files, but a manifest that no longer vouches for them
+            raise InputError(Problem(
+                f"{target}/{why}; the run folder is damaged and sdpa neither keeps nor "
+                "replaces it: move it away or delete it", flag=what))
 
 
 def check_batch(root: Path, what: str) -> None:
     """Refuse (exit 2, before any work) a batch folder whose index.md or report.html sdpa did
     not write; everything else in it that is not a run folder is left alone."""
+    environment.check_path(root, what, sibling=False)
     if root.exists() and not root.is_dir():
         raise InputError(Problem(f"{root} exists and is not a folder", flag=what))
     why = manifest.batch_file_problem(root, BATCH_FILES) if root.is_dir() else ""
@@ -183,6 +224,7 @@ def write_batch(root: Path, files: dict[str, bytes]) -> None:
     temporary sibling; the renames happen together with SIGINT/SIGTERM held."""
     process.check()
     root.mkdir(parents=True, exist_ok=True)
+    clean_leftovers(root)
     why = manifest.batch_file_problem(root, tuple(files))
     if why:  # it was checked before the run: someone wrote these files meanwhile
         raise RunError(f"{root}: {why}; left untouched")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import sdpa_cli
+from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.framework.result import AuditEntry, Check, audit_from_json
-from sdpa_cli.jsonio import load_json
-from sdpa_cli.report.manifest import run_folder_problem
+from sdpa_cli.report import manifest, ownfiles
 
 MANIFEST = "manifest.json"
 
@@ -59,31 +59,33 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
     """The recorded status ("passed"/"failed") when the folder may be kept as it is; None
     when anything differs, is missing, or was not recorded (then the spec runs again)."""
     try:
-        doc = load_json(folder / MANIFEST, what=MANIFEST)
+        raw = ownfiles.parse(folder / MANIFEST)
     except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict):
-        return None
+        return None  # not sdpa's: check_replaceable has refused it already
+    if not isinstance(raw, dict) or manifest.SELF_DIGEST not in raw:
+        return None  # written by an sdpa before the digest: its fields cannot vouch, run again
+    doc = ownfiles.read(folder / MANIFEST, "manifest")  # damaged: exit 2, one line
     same = (doc.get("code_sha256") == code_digest()
             and doc.get("input_sha256") == input_sha256
             and doc.get("render") == dict(render)
             and doc.get("versions") == dict(versions))
-    if not same or doc.get("status") not in ("passed", "failed"):
+    if not same or manifest.run_folder_problem(folder):  # a file missing, added or changed
         return None
-
-    if run_folder_problem(folder):  # a file missing, added or changed since sdpa wrote it
-        return None
+    why = manifest.own_fields_problem(folder)  # an edited status, a digest that differs
+    if why:
+        raise InputError(Problem(f"{why}; the run folder is damaged: move it away or delete it",
+                                 file=str(folder)))
     return str(doc["status"])
 
 
 def recorded(folder: Path) -> tuple[tuple[Check, ...], tuple[AuditEntry, ...]]:
     """The checks and audit a kept run folder's results.json holds (for JUnit, annotations)."""
     try:
-        doc = load_json(folder / "results.json", what="results.json")
+        doc = ownfiles.read(folder / "results.json", "result")
         checks = tuple(Check(str(c["name"]), bool(c["passed"]), str(c["detail"]),
                              tuple(str(f) for f in c.get("fields") or ()))
                        for c in doc.get("checks", []))
         audit = tuple(audit_from_json(a) for a in doc.get("audit", []))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, InputError):
         return (), ()
     return checks, audit

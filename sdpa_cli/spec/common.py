@@ -20,13 +20,14 @@ from pydantic import (
     model_validator,
 )
 
+from sdpa_cli import names
 from sdpa_cli.errors import SpecFieldError
 from sdpa_cli.numerics.formula import formula_problem
 from sdpa_cli.numerics.scaling import Scaling
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"  # a folder name that cannot climb out
+NAME_PATTERN = names.PATTERN  # a folder name that cannot climb out
 # Files a batch folder holds beside its run folders: no run may take their names.
-RESERVED_NAMES = ("index.md", "report.html", "sdpa-batch.json")
+RESERVED_NAMES = names.RESERVED
 
 # Work guard: more random draws than this would run for hours; refuse up front (exit 2).
 MAX_DRAWS = 10**12
@@ -318,9 +319,9 @@ class SpecBase(Model):
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, v: str | None) -> str | None:
-        if v is not None and v.lower() in RESERVED_NAMES:
-            raise ValueError(f"{v!r} is the name of a batch folder's own file "
-                             f"({', '.join(RESERVED_NAMES)}); choose another name")
+        why = names.reserved_problem(v) if v is not None else None
+        if why:
+            raise ValueError(why)
         return v
 
     @classmethod

@@ -12,7 +12,9 @@ from typing import Any
 
 import yaml
 
+from sdpa_cli.environment import path_problem
 from sdpa_cli.errors import InputError, Problem, control_name, is_control
+from sdpa_cli.spec import shape
 
 MAX_BYTES = 1 << 20  # a spec is a page of YAML, not a data set
 MAX_NODES = 100_000  # guards against alias bombs ("billion laughs")
@@ -135,6 +137,9 @@ def read_bytes(path: Path, *, limit: int = MAX_BYTES) -> bytes:
     if _has_control(name):
         raise InputError(Problem("the file name holds a control character; rename the file",
                                  file=ascii(name)))
+    why = path_problem(path, sibling=False)
+    if why:
+        raise InputError(Problem(why, file=name))
     try:
         mode = os.stat(path).st_mode  # follows symlinks: what would be read
     except FileNotFoundError:
@@ -212,6 +217,7 @@ def parse(text: str, file: str) -> Document:
     """Parse YAML text into a Document; every error is one located InputError."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    shape.check(text, file)  # before PyYAML spends seconds on it
     try:
         _check_depth(text, file)
         node = yaml.compose(text, Loader=_Loader)

@@ -107,7 +107,7 @@ def _tokens(spec: InspectSpec, tok: Tokenizer, vocab: int
         where, label = ", ".join(spec.text), ", ".join(Path(t).name for t in spec.text)
     else:
         text, label = default_text()
-        ids, where = tok.body(text), "README.md"
+        ids, where = tok.body(text), "sdpa's documentation"
     return {n: chunks(tok, ids, n, spec.sequences, where) for n in spec.seq_len}, label
 
 

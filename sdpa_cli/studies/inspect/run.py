@@ -33,7 +33,7 @@ from sdpa_cli.studies.inspect.findings import (
 from sdpa_cli.studies.inspect.inputs import Inputs, Skipped, prepare
 from sdpa_cli.studies.inspect.rows import FIELDS, HEAD_COLUMNS, LAYER_COLUMNS, HeadRow
 from sdpa_cli.studies.inspect.spec import InspectSpec
-from sdpa_cli.studies.inspect.text import default_path
+from sdpa_cli.studies.inspect.text import default_paths
 
 EDGES = np.linspace(-10.0, 10.0, 101)  # pooled scaled scores, against N(0, 1)
 PICTURE_MAX = 64  # tokens in the attention picture (labels stay readable)
@@ -113,7 +113,7 @@ def _pattern(spec: InspectSpec, rows: Sequence[Row], picture: Mapping[str, Any])
 def _digests(spec: InspectSpec, got: Inputs) -> dict[str, Any]:
     files = [*got.ckpt.files, got.ckpt.tokenizer, got.ckpt.folder / "config.json"]
     if not spec.random_tokens:
-        files += [Path(t) for t in spec.text] or [default_path()]
+        files += [Path(t) for t in spec.text] or default_paths()
     return {"model": str(got.ckpt.folder), "text": got.text,
             "files": [{"path": str(f), "bytes": f.stat().st_size, "sha256": _sha256(f)}
                       for f in files]}

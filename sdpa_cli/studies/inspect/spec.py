@@ -37,7 +37,7 @@ class InspectSpec(SpecBase):
     sequences: PosInt = Field(8, le=MAX_SEQUENCES, description="Consecutive chunks of the "
                               "text per length (default 8).")
     text: list[str] = Field(default_factory=list, description="UTF-8 files tokenised whole, "
-                            "in order (default: sdpa's README).")
+                            "in order (default: sdpa's README and topic pages).")
     random_tokens: bool = Field(False, description="Uniform random token ids instead of text "
                                 "(a control).")
     scalings: list[ScalingField] = Field(

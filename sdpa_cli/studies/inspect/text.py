@@ -58,16 +58,20 @@ def load_tokenizer(path: Path) -> Tokenizer:
                              file=str(path)))
 
 
-def default_path() -> Path:
-    """sdpa's README: package data in a wheel, the checkout's file in a development install."""
+def default_paths() -> list[Path]:
+    """sdpa's own documentation: its README (package data in a wheel, the checkout's file in
+    a development install), then its topic pages in name order (sdpa_cli/docs)."""
     path = Path(str(resources.files("sdpa_cli").joinpath("_data/README.md")))
-    return path if path.is_file() else Path(__file__).resolve().parents[3] / "README.md"
+    readme = path if path.is_file() else Path(__file__).resolve().parents[3] / "README.md"
+    docs = Path(str(resources.files("sdpa_cli").joinpath("docs")))
+    return [readme, *sorted(docs.glob("*.md"))]
 
 
 def default_text() -> tuple[str, str]:
-    """sdpa's own README (package data in a wheel; the checkout's file in a development
-    install), and the name to show for it."""
-    return default_path().read_text(encoding="utf-8"), "sdpa's README (no --text given)"
+    """sdpa's own documentation as one text (README, then the topic pages), and the name to
+    show for it. The README alone is a short front door: a few thousand tokens."""
+    text = "\n\n".join(p.read_text(encoding="utf-8") for p in default_paths())
+    return text, "sdpa's README and topic pages (no --text given)"
 
 
 def read_text(path: Path) -> str:

@@ -8,7 +8,7 @@ STUDY = Study(
     name="train",
     spec=TrainSpec,
     run=run.run,
-    rows=(rows.TrainRow, rows.SensitivityRow, rows.ClaimRow),
+    rows=(rows.TrainRow, rows.SensitivityRow, rows.ClaimRow, rows.RobustnessRow),
     figures={"train.loss_curves": "figures:draw_loss_curves", "train.traces": "figures:draw_traces",
              "train.loss_vs_lr": "figures:draw_loss_vs_lr"},
     cost=limits,

@@ -16,6 +16,7 @@ CLAIM_COLUMNS = (
     Column("claim", "claim", "text", priority=0, wrap=True),
     Column("verdict", "verdict", "text", priority=0, wrap=True),
     Column("evidence", "evidence", "text", priority=1),
+    Column("robustness", "robust?", "text", priority=0, wrap=True),
 )
 D1 = "001_409455fed8d25d77.txt"
 D0 = "000_0e5125495e9ebe01.txt"

@@ -65,3 +65,21 @@ class ClaimRow:
     claim: str
     verdict: str
     evidence: str
+    # "robust", or "fragile: …" when runs nudged by 1e-12 give another verdict (robustness.py)
+    robustness: str = "not measured"
+
+
+@dataclass(frozen=True)
+class RobustnessRow:
+    """One configuration's first seed trained twice: as drawn, and with every initial weight
+    scaled by (1 + 1e-12). A chaotic run moves far; a stable one moves in the last digits."""
+
+    dim: int
+    scaling: str
+    optimiser: str
+    lr: float
+    final_loss: float | None
+    final_loss_perturbed: float | None
+    loss_change: float | None  # |perturbed − as drawn| ÷ as drawn
+    steps_to_target: int | None
+    steps_to_target_perturbed: int | None

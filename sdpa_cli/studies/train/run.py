@@ -20,7 +20,7 @@ from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.train import findings
+from sdpa_cli.studies.train import findings, robustness
 from sdpa_cli.studies.train.rows import SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec
 
@@ -81,7 +81,8 @@ def task_for(spec: TrainSpec, dim: int) -> recall.Task:
     return task
 
 
-def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
+def train_one(spec: TrainSpec, c: Config, seed_index: int, perturb: float = 0.0
+              ) -> recall.TrainLog:
     """One run. Its generators depend on (spec seed, d_k, seed index) only, so every rule,
     optimiser and rate starts from the same weights and sees the same batches: the
     comparisons between rules are paired."""
@@ -90,17 +91,20 @@ def train_one(spec: TrainSpec, c: Config, seed_index: int) -> recall.TrainLog:
         task_for(spec, c.dim), c.scaling, c.optimiser, c.lr, steps=spec.steps,
         batch=spec.batch, log_every=spec.log_every,
         init_rng=block_generator(spec.seed, (c.dim, seed_index, 0)),
-        data_rng=block_generator(spec.seed, (c.dim, seed_index, 1)))
+        data_rng=block_generator(spec.seed, (c.dim, seed_index, 1)), perturb=perturb)
 
 
-def _train_block(spec: TrainSpec, plan: Sequence[tuple[Config, int]], b: int
+def _train_block(spec: TrainSpec, plan: Sequence[tuple[Config, int, float]], b: int
                  ) -> recall.TrainLog:
     """Block b of the fold: the b-th training run of the plan (module level: it pickles)."""
     return train_one(spec, *plan[b])
 
 
 def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
-    plan = [(c, s) for c in configs(spec) for s in range(spec.seeds)]
+    # every seed of every configuration, then each configuration's first seed again with its
+    # initial weights nudged by 1e-12 (robustness.py): how far the outcome rests on rounding
+    plan = [(c, s, 0.0) for c in configs(spec) for s in range(spec.seeds)]
+    plan += [(c, 0, robustness.PERTURB) for c in configs(spec)]
     # One block per training run, through the same fold as every study's blocks: threads,
     # an executor or a cluster, progress ticks; each run owns its generators, so neither the
     # order of execution nor the number of workers changes a digit.
@@ -108,13 +112,24 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
         len(plan), functools.partial(_train_block, spec, plan), lambda acc, log: [*acc, log],
         [], workers=ctx.workers, executor=ctx.executor, tick=ctx.tick)
     by_config: dict[Config, list[recall.TrainLog]] = {}
-    for (c, _), log in zip(plan, logs, strict=True):
-        by_config.setdefault(c, []).append(log)
+    nudged: dict[Config, recall.TrainLog] = {}
+    for (c, _, perturb), log in zip(plan, logs, strict=True):
+        if perturb:
+            nudged[c] = log
+        else:
+            by_config.setdefault(c, []).append(log)
     chance = math.log(spec.vocab)
     typed = [_row(spec, c, runs, chance) for c, runs in by_config.items()]
     rows = [as_row(r) for r in typed]
     sens = sensitivity_rows(typed, chance)
     claims, sentences = findings.audit_claims(spec, typed, sens)
+    # the same verdicts from the runs with the first seed nudged: a flip makes a claim fragile
+    typed_n = [_row(spec, c, [nudged[c], *runs[1:]], chance) for c, runs in by_config.items()]
+    claims_n, _ = findings.audit_claims(spec, typed_n, sensitivity_rows(typed_n, chance))
+    claims = robustness.mark_fragile(claims, claims_n)
+    robust = robustness.rows({(c.dim, c.scaling.label, c.optimiser, c.lr): (runs[0], nudged[c])
+                              for c, runs in by_config.items()}, spec.target_accuracy)
+    fragility = robustness.sentence(robust, claims)
     figures = _figures(spec, by_config, typed, sens) if ctx.figures else []
     result = assemble(
         spec, study="train", title="Associative recall trained with and without scaling",
@@ -122,13 +137,17 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
                     COLUMNS, tuple(rows)),
         checks=_checks(spec, typed), lookup=row_lookup(rows), theory=_theory(spec),
         notes=[*sentences, *_notes(spec), *_sensitivity_note(sens)], figures=figures,
+        findings=(fragility,),
         # With one rate per rule the sensitivity is 0 by definition: the files keep the
         # table, the terminal says so in a note instead of a column of zeros.
         tables=[Table("sensitivity", "Learning-rate sensitivity per rule (Wortsman et al. "
                       "2023)", SENSITIVITY_COLUMNS, tuple(as_row(x) for x in sens),
                       terminal=any(x.rates > 1 for x in sens)),
                 Table("claims", "The documents' claims about training, audited",
-                      findings.CLAIM_COLUMNS, tuple(as_row(c) for c in claims))])
+                      findings.CLAIM_COLUMNS, tuple(as_row(c) for c in claims)),
+                Table("robustness", "Each configuration's first seed, as drawn and with its "
+                      "initial weights × (1 + 1e-12)", robustness.COLUMNS,
+                      tuple(as_row(r) for r in robust))])
     curves = [{"dim": c.dim, "scaling": c.scaling.label, "optimiser": c.optimiser, "lr": c.lr,
                **_median_curves(runs)} for c, runs in by_config.items()]
     audit = (*result.audit, *findings.claim_entries(claims, spec.name or "train"))

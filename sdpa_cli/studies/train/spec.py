@@ -162,9 +162,10 @@ class TrainSpec(SpecBase):
         return len(self.scalings) * self.seeds * sum(len(v) for v in self.rates.values())
 
     def total_flops(self) -> float:
-        """Multiply-adds of every step of every run (see numerics.recall.flops_per_step)."""
+        """Multiply-adds of every step of every run (see numerics.recall.flops_per_step),
+        the robustness reruns (one per configuration) included."""
         per_dim = sum(flops_per_step(self.task(d), self.batch) for d in self.dims)
-        return per_dim * self.steps * self.runs()
+        return per_dim * self.steps * (self.runs() + self.runs() // self.seeds)
 
 
 def limits(spec: TrainSpec) -> Cost:
@@ -196,7 +197,7 @@ def limits(spec: TrainSpec) -> Cost:
         hint = "lower batch, pairs, vocab or dims"
     else:
         lower, hint = ("steps",), "lower steps, seeds, dims or the learning-rate sweep"
-    steps = spec.steps * spec.runs() * len(spec.dims)
+    steps = spec.steps * (spec.runs() + spec.runs() // spec.seeds) * len(spec.dims)
     return Cost(int(spec.total_flops()) + STEP_WORK * steps, memory, output, configs, lower,
                 hint,
                 ("dims",), "dims × scalings × rates", "give fewer dims, scalings or rates")

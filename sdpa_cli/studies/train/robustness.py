@@ -1,0 +1,76 @@
+"""How far each training outcome, and each claim's verdict, moves under a 1e-12 nudge."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from sdpa_cli.framework.result import Column
+from sdpa_cli.numerics import recall
+from sdpa_cli.studies.train.rows import ClaimRow, RobustnessRow
+
+# Relative size of the nudge: about 4500 float64 ulps of a weight, far below any rounding a
+# different BLAS kernel or thread count makes over a run, so a verdict it flips is fragile.
+PERTURB = 1e-12
+
+COLUMNS = (
+    Column("dim", "d_k", "int", priority=0),
+    Column("scaling", "scaling", "text", priority=0),
+    Column("optimiser", "opt.", "text", priority=0),
+    Column("lr", "lr", priority=2),
+    Column("final_loss", "loss", priority=0),
+    Column("final_loss_perturbed", "nudged", priority=0),
+    Column("loss_change", "change", "e", priority=0),
+    Column("steps_to_target", "steps", "int", priority=1),
+    Column("steps_to_target_perturbed", "nudged", "int", priority=1),
+)
+
+def rows(pairs: Mapping[tuple[int, str, str, float], tuple[recall.TrainLog, recall.TrainLog]],
+         target: float) -> list[RobustnessRow]:
+    out = []
+    for (dim, scaling, opt, lr), (plain, nudged) in pairs.items():
+        a, b = _final(plain), _final(nudged)
+        change = abs(b - a) / abs(a) if a is not None and b is not None and a else None
+        out.append(RobustnessRow(dim, scaling, opt, lr, a, b, change,
+                                 recall.steps_to_reach(plain, target),
+                                 recall.steps_to_reach(nudged, target)))
+    return out
+
+def _final(log: recall.TrainLog) -> float | None:
+    """The loss at the last log point (as the train table's final loss), None if diverged."""
+    if log.diverged_at is not None or not len(log.series["loss"]):
+        return None
+    value = float(log.series["loss"][-1])
+    return value if np.isfinite(value) else None
+
+def mark_fragile(claims: Sequence[ClaimRow], nudged: Sequence[ClaimRow]) -> list[ClaimRow]:
+    """Each claim with its robustness: `robust` when the nudged runs give the same verdict,
+    `fragile` (and the nudged verdict) when they do not."""
+    out = []
+    for c, n in zip(claims, nudged, strict=True):
+        same = c.verdict == n.verdict
+        out.append(dataclasses.replace(c, robustness="robust" if same else
+                                       f"fragile: with the 1e-12 nudge, {n.verdict}"))
+    return out
+
+def sentence(table: Sequence[RobustnessRow], claims: Sequence[ClaimRow]) -> str:
+    """The found: line: how far the nudge moved the final losses, and which verdicts flip."""
+    changes = [r.loss_change for r in table if r.loss_change is not None]
+    moved = [r for r in table if r.steps_to_target != r.steps_to_target_perturbed]
+    fragile = [c for c in claims if c.robustness.startswith("fragile")]
+    worst = max(table, key=lambda r: r.loss_change or 0.0) if changes else None
+    parts = [f"robustness: a {PERTURB:g} relative nudge of the initial weights moved the "
+             f"final loss by a median of {_pct(float(np.median(changes)))} and at most "
+             f"{_pct(max(changes))}" + (f" ({worst.scaling}, {worst.optimiser}, d_k = "
+                                        f"{worst.dim})" if worst else "")
+             if changes else "robustness: no configuration finished without diverging"]
+    if moved:
+        parts.append(f"steps to target changed in {len(moved)} of {len(table)} configurations")
+    parts.append(f"{len(fragile)} of {len(claims)} claim verdicts flip (fragile)" if fragile
+                 else f"no claim verdict flips ({len(claims)} robust)")
+    return "; ".join(parts) + "."
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2g}%" if x >= 1e-4 else f"{x:.1e} of itself"
