@@ -161,22 +161,26 @@ def test_time_left_follows_the_pace_of_the_specs_run_so_far() -> None:
 
 CLAIMS = tuple({"source": "001_409455fed8d25d77.txt, Empirical Validation", "claim": c,
                 "verdict": v, "evidence": "at d_k = 256, unscaled vs sqrt (best rate each): "
-                "sgd: unscaled trained worse; adam: unscaled trained worse"}
-               for c, v in [('"training becomes unstable for large d_k"',
-                             "holds as 'trains worse' (stalls; no more divergence than scaled)"),
+                "sgd: unscaled trained worse; adam: unscaled trained worse",
+                "robustness": r}
+               for c, v, r in [('"training becomes unstable for large d_k"',
+                             "holds as 'trains worse' (stalls; no more divergence than scaled)",
+                             "robust"),
                             ('unscaled attention "requires much smaller learning rates"',
-                             "not tested")])
+                             "not tested", "fragile: with the 1e-12 nudge, holds")])
 
 GOLDEN_CLAIMS_80 = """\
 claims
-┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
-┃ claim                                 ┃ verdict                              ┃
-┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩
-│ "training becomes unstable for large  │ holds as 'trains worse' (stalls; no  │
-│ d_k"                                  │ more divergence than scaled)         │
-│ unscaled attention "requires much     │ not tested                           │
-│ smaller learning rates"               │                                      │
-└───────────────────────────────────────┴──────────────────────────────────────┘
+┏━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━┓
+┃ claim                   ┃ verdict                  ┃ robust?                 ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━┩
+│ "training becomes       │ holds as 'trains worse'  │ robust                  │
+│ unstable for large d_k" │ (stalls; no more         │                         │
+│                         │ divergence than scaled)  │                         │
+│ unscaled attention      │ not tested               │ fragile: with the 1e-12 │
+│ "requires much smaller  │                          │ nudge, holds            │
+│ learning rates"         │                          │                         │
+└─────────────────────────┴──────────────────────────┴─────────────────────────┘
 not shown: source, evidence (see --wide, or table.md)
 """
 
