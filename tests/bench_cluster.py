@@ -164,7 +164,7 @@ def main() -> None:
     began = time.perf_counter()
     executors.keep_heap()  # as `--scheduler local:N` does
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.CRITICAL)
+                           dashboard_address=":0", silence_logs=logging.CRITICAL)
     client = Client(cluster)
     t_start = time.perf_counter() - began
     try:

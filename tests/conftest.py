@@ -128,7 +128,7 @@ def cluster() -> Iterator[executors.ClusterExecutor]:
         mp.setenv("DASK_LOGGING__DISTRIBUTED", "error")
         executors.keep_heap()
         lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                          dashboard_address=None, silence_logs=logging.CRITICAL)
+                          dashboard_address=":0", silence_logs=logging.CRITICAL)
         client = Client(lc)
         try:
             yield executors.ClusterExecutor(client, lc.scheduler_address)
