@@ -34,7 +34,7 @@ import sys, time, json, numpy as np, torch
 from transformers import AutoModel
 torch.set_num_threads(int(sys.argv[3]))
 model = AutoModel.from_pretrained(sys.argv[1], attn_implementation="eager").eval()
-ids = torch.from_numpy(np.load(sys.argv[2]))
+ids = torch.from_numpy(np.load(sys.argv[2], allow_pickle=False))
 best = float("inf")
 with torch.no_grad():
     for _ in range(int(sys.argv[4])):

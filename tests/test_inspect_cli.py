@@ -178,6 +178,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(sdpa, workdir: Path, case:
     assert "Traceback" not in got.err
     assert not (workdir / "o").exists()
     assert not (workdir / "PWNED").exists()
+    assert "torch.load" not in got.err  # the way out it names never unpickles either
 
 
 def test_without_the_models_extra_it_names_the_extra(sdpa, workdir: Path, monkeypatch):

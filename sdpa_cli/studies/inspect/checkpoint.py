@@ -25,9 +25,10 @@ PICKLES = ("pytorch_model.bin", "*.pt", "*.ckpt", "*.pth", "*.bin")
 ITEMSIZE = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8, "I8": 1, "U8": 1, "I16": 2, "I32": 4,
             "I64": 8, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 MAX_HEADER = 100 * 1024**2  # the safetensors format's own bound on the JSON header
-CONVERT = ("convert it to safetensors first, e.g. in Python with torch: "
-           "save_file(torch.load(path, weights_only=True), 'model.safetensors') "
-           "(safetensors.torch), on a machine you trust")
+# What to do instead; sdpa never suggests loading the pickle itself (any unpickling runs code).
+CONVERT = ("get the model's model.safetensors (most publishers ship one), or have the "
+           "library that wrote the file save it again as safetensors, on a machine you trust "
+           "(transformers: save_pretrained(folder, safe_serialization=True))")
 
 
 def bad(message: str, file: Path | str | None = None, field: str | None = None) -> InputError:
