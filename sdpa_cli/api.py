@@ -17,7 +17,7 @@ from sdpa_cli.framework.declaration import Study
 from sdpa_cli.framework.result import AuditEntry, Check
 from sdpa_cli.framework.result import Result as StudyResult
 from sdpa_cli.report import Settings, write_run
-from sdpa_cli.report.figures import render
+from sdpa_cli.report.figures import figure_of
 
 
 class SpecError(InputError, ValueError):
@@ -110,7 +110,7 @@ class Result:
 
     def figures(self) -> list[Any]:
         """The run's figures as matplotlib Figure objects (drawn in sdpa's style)."""
-        return [render(figure, None, draw=self._study.renderer(figure.kind))
+        return [figure_of(figure, self._study.renderer(figure.kind))
                 for figure in self._result.figures]
 
     def save(self, folder: str | Path, *, svg: bool = False, dpi: int | None = None) -> Path:

@@ -31,11 +31,6 @@ def get(name: str) -> Study:
     return register(importlib.import_module(package).STUDY, package, STUDIES[name])
 
 
-def every() -> list[Study]:
-    """Every registered study, in the registry's order."""
-    return [get(name) for name in NAMES]
-
-
 def check_documented(spec: SpecBase, file: str | None) -> None:
     """Refuse, before anything runs, documented entries that name no row or quantity."""
     study = get(spec.study)

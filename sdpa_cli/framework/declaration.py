@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib
 import importlib.util
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -102,15 +103,10 @@ class Study:
 
 def register(study: Study, package: str, summary: str) -> Study:
     """The declaration of `package`, checked: a mistake is an error now, not after a run."""
-    study = _with_package(study, package, summary)
+    study = dataclasses.replace(study, package=package, summary=summary)
     for check in (_names, _spec_fields, _figures, _rows, _example):
         check(study)
     return study
-
-
-def _with_package(study: Study, package: str, summary: str) -> Study:
-    return Study(**{f.name: getattr(study, f.name) for f in fields(study)
-                    if f.name not in ("package", "summary")}, package=package, summary=summary)
 
 
 def _fail(study: Study, field_: str, message: str) -> typing.NoReturn:

@@ -254,6 +254,14 @@ class TrainLog:
     series: dict[str, Array]  # LOG_FIELDS → values at each log point
     diverged_at: int | None  # first step whose loss was not finite or > 10 ln V (then stopped)
 
+    def last(self, name: str) -> float | None:
+        """The last logged window's value; None for a run that diverged (its loss is not
+        finite) or a value that is not finite."""
+        if self.diverged_at is not None:
+            return None
+        value = float(self.series[name][-1])
+        return value if math.isfinite(value) else None
+
 
 def train(task: Task, scaling: Scaling, optimiser: str, lr: float, *, steps: int, batch: int,
           log_every: int, init_rng: np.random.Generator,

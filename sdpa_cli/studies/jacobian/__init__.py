@@ -2,7 +2,7 @@
 
 from sdpa_cli.framework.declaration import Flag, Study
 from sdpa_cli.studies.jacobian import run
-from sdpa_cli.studies.saturation import FIGURES, METAVARS, cost, saturation_rows
+from sdpa_cli.studies.saturation import EXAMPLES, FIGURES, METAVARS, cost, saturation_rows
 from sdpa_cli.studies.saturation.spec import JacobianSpec
 
 STUDY = Study(
@@ -13,10 +13,7 @@ STUDY = Study(
     figures=FIGURES,
     cost=cost.cost,
     documented_problem=run.documented_problem,
-    examples=({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
-              {"dims": [16, 64], "keys": [8], "trials": 60},
-              {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
-              {"margin": 2.0, "keys": [4, 8], "dim": 16}),
+    examples=EXAMPLES,
     description=(
         "The softmax Jacobian J = diag(p) − ppᵀ as scores grow: vanishing gradients.\n\n"
         "Same score sources as softmax-sweep. With --score-stds it also finds, per n, the "

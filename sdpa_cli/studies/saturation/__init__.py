@@ -22,3 +22,9 @@ METAVARS: dict[str, str] = {
     "distribution": "LAW", "correlation": "R", "mask": "M", "additive": "H", "se_tolerance": "K",
     "threshold": "T", "mark_dims": "D [D ...]",
 }
+# One small example of each score source (explicit, vectors, Gaussian, leading key), for both
+# studies' contract tests.
+EXAMPLES = ({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
+            {"dims": [16, 64], "keys": [8], "trials": 60},
+            {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
+            {"margin": 2.0, "keys": [4, 8], "dim": 16})

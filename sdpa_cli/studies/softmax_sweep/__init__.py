@@ -1,7 +1,7 @@
 """The softmax-sweep study: softmax weights as scores grow (largest weight, entropy)."""
 
 from sdpa_cli.framework.declaration import Flag, Study
-from sdpa_cli.studies.saturation import FIGURES, METAVARS, cost, saturation_rows
+from sdpa_cli.studies.saturation import EXAMPLES, FIGURES, METAVARS, cost, saturation_rows
 from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
 from sdpa_cli.studies.softmax_sweep import run
 
@@ -13,10 +13,7 @@ STUDY = Study(
     figures=FIGURES,
     cost=cost.cost,
     documented_problem=run.documented_problem,
-    examples=({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
-              {"dims": [16, 64], "keys": [8], "trials": 60},
-              {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
-              {"margin": 2.0, "keys": [4, 8], "dim": 16}),
+    examples=EXAMPLES,
     description=(
         "Softmax weights as scores grow: largest weight, entropy, saturation.\n\n"
         "Scores come from exactly one source: explicit scores times multipliers (--scores), "

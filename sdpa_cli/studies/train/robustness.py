@@ -31,19 +31,12 @@ def rows(pairs: Mapping[tuple[int, str, str, float], tuple[recall.TrainLog, reca
          target: float) -> list[RobustnessRow]:
     out = []
     for (dim, scaling, opt, lr), (plain, nudged) in pairs.items():
-        a, b = _final(plain), _final(nudged)
+        a, b = plain.last("loss"), nudged.last("loss")
         change = abs(b - a) / abs(a) if a is not None and b is not None and a else None
         out.append(RobustnessRow(dim, scaling, opt, lr, a, b, change,
                                  recall.steps_to_reach(plain, target),
                                  recall.steps_to_reach(nudged, target)))
     return out
-
-def _final(log: recall.TrainLog) -> float | None:
-    """The loss at the last log point (as the train table's final loss), None if diverged."""
-    if log.diverged_at is not None or not len(log.series["loss"]):
-        return None
-    value = float(log.series["loss"][-1])
-    return value if np.isfinite(value) else None
 
 def mark_fragile(claims: Sequence[ClaimRow], nudged: Sequence[ClaimRow]) -> list[ClaimRow]:
     """Each claim with its robustness: `robust` when the nudged runs give the same verdict,

@@ -166,14 +166,14 @@ def _row(spec: TrainSpec, c: Config, runs: list[recall.TrainLog], chance: float
     # Median with "never" as +∞: defined while at least half the seeds reached the target.
     ranked = [float(r) if r is not None else math.inf for r in reach]
     med = float(np.median(ranked))
-    final = [_last(log, "loss") for log in runs]
+    final = [log.last("loss") for log in runs]
     finite_final = [f for f in final if f is not None]
 
     def first(name: str) -> float | None:
         return _median([finite(log.series[name][0]) for log in runs])
 
     def last(name: str) -> float | None:
-        return _median([_last(log, name) for log in runs])
+        return _median([log.last(name) for log in runs])
 
     return TrainRow(
         dim=c.dim, scaling=c.scaling.label, factor=c.scaling.factor(c.dim, spec.pairs + 1),
@@ -196,13 +196,6 @@ def _row(spec: TrainSpec, c: Config, runs: list[recall.TrainLog], chance: float
         grad_wq_final=last("grad_wq"), grad_wk_final=last("grad_wk"),
         diverged=sum(log.diverged_at is not None for log in runs),
     )
-
-
-def _last(log: recall.TrainLog, name: str) -> float | None:
-    """The last logged window's value; None for a run that diverged (its loss is not finite)."""
-    if log.diverged_at is not None:
-        return None
-    return finite(log.series[name][-1])
 
 
 def sensitivity_rows(rows: list[TrainRow], chance: float) -> list[SensitivityRow]:
