@@ -21,7 +21,8 @@ pytest.importorskip("tokenizers")
 from inspect_fixtures import write_tokenizer
 
 from sdpa_cli.numerics.models import llama
-from sdpa_cli.numerics.models.stats import causal_mask, head_scores, softmax_rows
+from sdpa_cli.numerics.models.common import softmax_rows
+from sdpa_cli.numerics.models.stats import causal_mask, head_scores
 from sdpa_cli.studies.inspect.checkpoint import Weights, find, open_checkpoint
 
 pytestmark = pytest.mark.slow

@@ -174,6 +174,15 @@ def merge(x: Array) -> Array:
     return x.transpose(0, 2, 1, 3).reshape(s, n, h * d)
 
 
+def softmax_rows(s: Array, mask: NDArray[np.bool_] | None) -> Array:
+    """Softmax along the last axis; keys where `mask` is False get weight 0 (in s's dtype)."""
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    out: Array = e / e.sum(axis=-1, keepdims=True)
+    return out
+
+
 def attend(q: Array, k: Array, v: Array, scale: float, causal: bool) -> Array:
     """softmax(scale·q·kᵀ, masked) · v per head; k and v already carry one head per query head.
     One sequence at a time: the n × n weights of one sequence's heads are held at once."""
@@ -181,12 +190,7 @@ def attend(q: Array, k: Array, v: Array, scale: float, causal: bool) -> Array:
     allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
     out: Array = np.empty((*q.shape[:-1], v.shape[-1]), dtype=np.result_type(q, v))
     for i in range(q.shape[0]):
-        s = np.matmul(q[i], np.swapaxes(k[i], -1, -2)) * scale
-        if allowed is not None:
-            s = np.where(allowed, s, -np.inf)
-        s = s - s.max(axis=-1, keepdims=True)
-        p = np.exp(s)
-        p /= p.sum(axis=-1, keepdims=True)
+        p = softmax_rows(np.matmul(q[i], np.swapaxes(k[i], -1, -2)) * scale, allowed)
         out[i] = np.matmul(p, v[i])
     return out
 

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.numerics.attention_grad import FROZEN_BELOW
+from sdpa_cli.numerics.models.common import softmax_rows
 from sdpa_cli.numerics.scaling import Scaling, prepare
 
 F64 = NDArray[np.float64]
@@ -59,14 +60,6 @@ def head_scores(q: NDArray[Any], k: NDArray[Any], rule: Scaling | float, mask: M
             s = rule.cap * np.tanh(s / rule.cap)
         return s
     out: F64 = np.matmul(q, np.swapaxes(k, -1, -2)) * float(rule)
-    return out
-
-
-def softmax_rows(s: F64, mask: Mask | None) -> F64:
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    out: F64 = e / e.sum(axis=-1, keepdims=True)
     return out
 
 

@@ -15,8 +15,8 @@ from sdpa_cli.framework.common import assemble, finite
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
 from sdpa_cli.numerics.blocks import Tick
-from sdpa_cli.numerics.models.common import init_reader
-from sdpa_cli.numerics.models.stats import attention_stats, causal_mask, softmax_rows
+from sdpa_cli.numerics.models.common import init_reader, softmax_rows
+from sdpa_cli.numerics.models.stats import attention_stats, causal_mask
 from sdpa_cli.numerics.models.stats import head_scores as _scores
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.inspect.checkpoint import Weights
