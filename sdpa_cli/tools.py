@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,13 @@ def validate(targets: tuple[Path, ...], quiet: bool) -> int:
 DOCS = Path(__file__).parent / "docs"
 
 
+def readable(page: str) -> str:
+    """A topic page as a reader wants it: without the comments that say which command made
+    each number (tests/test_docs.py reruns them), and no runs of blank lines they leave."""
+    text = re.sub(r"<!--.*?-->", "", page, flags=re.S)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
 @click.command("help")
 @click.argument("topic", required=False)
 def help_(topic: str | None) -> int:
@@ -117,5 +125,5 @@ def help_(topic: str | None) -> int:
         close = difflib.get_close_matches(topic, list(pages), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InputError(Problem(f"no help topic {topic!r}{hint}; `sdpa help` lists them"))
-    click.echo(pages[topic].read_text(encoding="utf-8"), nl=False)
+    click.echo(readable(pages[topic].read_text(encoding="utf-8")), nl=False)
     return 0

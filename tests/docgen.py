@@ -1,0 +1,147 @@
+"""What the generated regions of the README and the topic pages (sdpa_cli/docs/*.md) call.
+
+A page writes a measured number only inside a region a test reruns (tests/test_docs.py):
+
+    <!-- output: sdpa variance --dims 3 100 --no-write -->      what a command prints,
+    ```                                                          compared line by line
+    ...
+    ```
+    <!-- gen: pm(row(run("experiments/depth/post-vs-pre.yaml"), "stacks", norm="post",
+         dim=16, scaling="sqrt"), "ratio_mean", "ratio_se") -->0.00504 ± 0.00054<!-- /gen -->
+    <!-- gen blas=0.3: ... -->...<!-- /gen -->    a number that moves with the BLAS build:
+                                                   compared within 30 % (the page says so)
+    <!-- machine: python tests/bench.py --quick -->   a timing: rerun, compared in shape
+    ```                                                (every number is machine-dependent)
+    ...
+    ```
+
+A `gen` region is one Python expression evaluated with the names below; `sdpa help` shows the
+page without the comments. Runs are cached for the session, so a page that quotes one run ten
+times runs it once."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import sdpa_cli as sdpa
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _hashable(x: Any) -> Any:
+    return tuple(_hashable(v) for v in x) if isinstance(x, list | tuple) else x
+
+
+@functools.cache
+def _run(target: str, fields: tuple[tuple[str, Any], ...]) -> Any:
+    kw = {k: list(v) if isinstance(v, tuple) else v for k, v in fields}
+    if target.endswith((".yaml", ".yml")):
+        return sdpa.run_spec(ROOT / target, **kw)
+    return getattr(sdpa, target.replace("-", "_"))(**kw)
+
+
+def run(target: str, **fields: Any) -> Any:
+    """A study by name (`run("variance", dims=[3, 100])`) or a spec file relative to the
+    repository (`run("experiments/depth/post-vs-pre.yaml", trials=200)`): an sdpa.Result."""
+    return _run(target, tuple(sorted((k, _hashable(v)) for k, v in fields.items())))
+
+
+def rows(result: Any, table: str | None = None, **where: Any) -> list[Mapping[str, Any]]:
+    """The rows of a table (the main one by default) whose fields equal `where`."""
+    source = result.tables[table] if table else result.rows
+    return [r for r in source if all(r[k] == v for k, v in where.items())]
+
+
+def row(result: Any, table: str | None = None, **where: Any) -> Mapping[str, Any]:
+    """The one row matching `where` (an error if none or several: the page is wrong)."""
+    found = rows(result, table, **where)
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} rows match {where} in table {table!r}")
+    return found[0]
+
+
+def g(x: Any, digits: int = 3) -> str:
+    """A number to `digits` significant digits (a whole number as such, a dash if missing)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    text = f"{x:.{digits}g}"
+    if "e" in text:
+        mantissa, exp = text.split("e")
+        text = f"{mantissa}·10{_superscript(int(exp))}"
+    return text.replace("-", "−")
+
+
+def _superscript(n: int) -> str:
+    return str(n).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def f(x: float, places: int = 2) -> str:
+    """A number with `places` digits after the point."""
+    return f"{x:.{places}f}".replace("-", "−")
+
+
+def pct(x: float | None, places: int = 0) -> str:
+    """A share (a fraction) in percent."""
+    return "—" if x is None else f"{100 * x:.{places}f}%"
+
+
+def pm(r: Mapping[str, Any], mean: str, se: str, digits: int = 3) -> str:
+    """`mean ± se` from a row, each to `digits` significant digits."""
+    return f"{g(r[mean], digits)} ± {g(r[se], 2)}"
+
+
+def span(values: Iterable[Any], show: Callable[[Any], str] = g) -> str:
+    """The range of some values, `lo–hi` (one value if they agree)."""
+    vs = sorted(v for v in values if v is not None)
+    lo, hi = show(vs[0]), show(vs[-1])
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def table(source: Sequence[Mapping[str, Any]],
+          columns: Mapping[str, str | Callable[[Mapping[str, Any]], Any]]) -> str:
+    """A Markdown table: `columns` maps a header to a field name or to a function of the row;
+    numbers go through g()."""
+    def cell(r: Mapping[str, Any], how: str | Callable[[Mapping[str, Any]], Any]) -> str:
+        v = r[how] if isinstance(how, str) else how(r)
+        return v if isinstance(v, str) else g(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r, how) for how in columns.values()) + " |" for r in source]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def found(result: Any, *picks: str) -> str:
+    """The run's `found:` sentences as a Markdown list: all of them, or those containing any
+    of the strings in `picks`, in the run's order."""
+    picked = [s for s in result.found if not picks or any(p in s for p in picks)]
+    if not picked:
+        raise LookupError(f"no found: line contains any of {picks}")
+    return "\n" + "\n".join(f"- {s}" for s in picked) + "\n"
+
+
+def check(result: Any, name: str) -> Any:
+    """The check whose name contains `name` (exactly one)."""
+    picked = [c for c in result.checks if name in c.name]
+    if len(picked) != 1:
+        raise LookupError(f"{len(picked)} checks match {name!r}")
+    return picked[0]
+
+
+# every public function above, and a few builtins (a region is one expression, no imports);
+# a helper added above is available to the pages with no other edit
+NAMES: dict[str, Any] = {n: v for n, v in list(globals().items())
+                         if callable(v) and not n.startswith("_")
+                         and getattr(v, "__module__", "") == __name__}
+NAMES |= {"sdpa": sdpa, "math": math, "len": len, "sum": sum, "min": min, "max": max,
+          "sorted": sorted, "round": round, "abs": abs, "int": int, "str": str,
+          "float": float, "zip": zip, "dict": dict, "list": list, "any": any, "all": all}

@@ -1,0 +1,187 @@
+"""Every number in the README and the topic pages (sdpa_cli/docs/*.md) comes out of a command
+that this file reruns (the cog pattern; the region kinds are in tests/docgen.py):
+
+- `<!-- output: CMD -->` blocks are rerun in an 80-column terminal and compared line by line;
+- `<!-- gen: EXPR -->…<!-- /gen -->` regions are evaluated again and compared as text, or, for
+  `gen blas=R`, number by number within the relative spread R the page states;
+- `<!-- machine: CMD -->` blocks (timings) are rerun and compared in shape: the same lines with
+  every number replaced, since the numbers depend on the machine.
+
+Outside those regions, code and comments, a page may not print a measured-looking number (a
+decimal, a percentage, a ratio ×, a duration, a power of ten) unless its `<!-- inputs: … -->`
+comment lists it as an input or a definition (a default, a threshold, a target). The quick tier
+checks that; the slow tier reruns. `python tests/test_docs.py --write [PAGE …]` rewrites every
+region from fresh runs."""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import docgen  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "sdpa_cli" / "docs").glob("*.md"))]
+# dated history: each entry records what was measured when it was written, and says so
+HISTORY = {"changelog.md"}
+
+OUTPUT = re.compile(r"<!-- (?P<kind>output|machine): (?P<cmd>.+?) -->\n```\n(?P<out>.*?)```\n",
+                    re.S)
+GEN = re.compile(r"<!-- gen(?: blas=(?P<blas>[0-9.]+))?:\s(?P<code>.*?) -->(?P<out>.*?)"
+                 r"<!-- /gen -->", re.S)
+INPUTS = re.compile(r"<!-- inputs: (?P<tokens>.*?) -->", re.S)
+NUMBER = re.compile(r"[−-]?\d+(?:\.\d+)?(?:[eE][−+-]?\d+)?")
+MEASURED = re.compile(
+    r"(?<![\w.^/-])(?:\d+(?:\.\d+)?\s?(?:%|×|ms\b|s\b|min\b|[kMG]B\b)|\d+\.\d+|\d+·10\S*)")
+
+
+def name(page: Path) -> str:
+    return page.name if page != README else "README.md"
+
+
+def run(command: str) -> str:
+    """What `command` prints (stdout, then stderr) in an 80-column terminal, from an empty
+    folder, trailing spaces dropped."""
+    argv = shlex.split(command)
+    if argv[0] == "sdpa":
+        argv = [sys.executable, "-m", "sdpa_cli", *argv[1:]]
+    elif argv[0] == "python":
+        argv = [sys.executable, *argv[1:]]
+        argv = [str(ROOT / a) if a.startswith("tests/") else a for a in argv]
+    env = {**os.environ, "COLUMNS": "80", "LINES": "50", "NO_COLOR": "1",
+           "PYTHONPATH": str(ROOT)}
+    env.pop("GITHUB_ACTIONS", None)
+    with tempfile.TemporaryDirectory() as cwd:
+        if "experiments/" in command:
+            os.symlink(ROOT / "experiments", Path(cwd) / "experiments")
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env,
+                              check=False, timeout=600)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout + done.stderr
+    return "\n".join(line.rstrip() for line in text.rstrip().split("\n")) + "\n"
+
+
+def generate(code: str) -> str:
+    return str(eval(code.strip(), {"__builtins__": {}}, dict(docgen.NAMES)))  # noqa: S307
+
+
+def shape(text: str) -> str:
+    return re.sub(r"\s+", " ", NUMBER.sub("#", text))
+
+
+def prose(text: str) -> str:
+    """The page without its regions, code and comments: what the lint reads."""
+    text = OUTPUT.sub("", text)
+    text = GEN.sub("", text)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def bare_numbers(text: str) -> list[str]:
+    """Measured-looking numbers outside the regions that the page does not list as inputs."""
+    allowed = {t for m in INPUTS.finditer(text) for t in m["tokens"].split()}
+    return [m.group(0) for m in MEASURED.finditer(prose(text))
+            if m.group(0).replace(" ", "") not in allowed]
+
+
+def same_numbers(fresh: str, kept: str, spread: float) -> bool:
+    """Equal text apart from numbers, and every number within `spread` (relative)."""
+    if shape(fresh) != shape(kept):
+        return False
+    for a, b in zip(NUMBER.findall(fresh), NUMBER.findall(kept), strict=True):
+        x, y = (float(v.replace("−", "-")) for v in (a, b))
+        if abs(x - y) > spread * max(abs(x), abs(y)) and not math.isclose(x, y):
+            return False
+    return True
+
+
+def regions(page: Path) -> list[tuple[str, str, str, str | None]]:
+    """(kind, command or code, the text kept in the page, blas spread) per region."""
+    text = page.read_text(encoding="utf-8")
+    found = [(m["kind"], m["cmd"], m["out"], None) for m in OUTPUT.finditer(text)]
+    return found + [("gen", m["code"].strip(), m["out"], m["blas"]) for m in GEN.finditer(text)]
+
+
+CASES = [(name(p), i) for p in PAGES for i in range(len(regions(p)))]
+BY_NAME = {name(p): p for p in PAGES}
+
+
+def test_the_readme_has_output_blocks_and_stays_short():
+    text = README.read_text(encoding="utf-8")
+    assert sum(1 for m in OUTPUT.finditer(text) if m["kind"] == "output") >= 4
+    assert len(text.splitlines()) <= 300
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in HISTORY], ids=name)
+def test_no_measured_number_outside_a_rerun_region(page):
+    bare = bare_numbers(page.read_text(encoding="utf-8"))
+    assert not bare, (f"{name(page)}: measured-looking numbers that no test reruns: {bare} "
+                      "(put them in a gen/output region, or list an input in <!-- inputs: -->)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=name)
+def test_every_gen_region_is_one_expression_over_docgen_names(page):
+    for kind, code, _, _ in regions(page):
+        if kind != "gen":
+            continue
+        tree = ast.parse(code, mode="eval")
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        lambdas = {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                   for a in n.args.args}
+        unknown = used - set(docgen.NAMES) - lambdas
+        assert not unknown, f"{name(page)}: {code!r} uses {unknown}"
+
+
+def test_the_lint_catches_a_bare_number_and_lets_inputs_and_regions_pass():
+    page = ("The ratio is 0.00251 and 38% froze; 2.5× slower, in 160 s.\n"
+            "<!-- inputs: 1.5× -->A target of 1.5× and `0.125` in code.\n"
+            "<!-- gen: g(0.5) -->0.5<!-- /gen -->\n")
+    assert bare_numbers(page) == ["0.00251", "38%", "2.5×", "160 s"]
+
+
+def test_number_comparison_within_a_spread():
+    assert same_numbers("loss 1.29 (±21%)", "loss 1.04 (±21%)", 0.25)
+    assert not same_numbers("loss 1.29", "loss 0.9", 0.25)
+    assert not same_numbers("loss 1.29 at step", "loss 1.29 at epoch", 0.25)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "i"), CASES)
+def test_every_region_is_what_its_command_gives_now(page, i):
+    kind, code, kept, blas = regions(BY_NAME[page])[i]
+    if kind == "output":
+        assert run(code) == kept, f"{page}: stale block: {code}"
+    elif kind == "machine":
+        assert shape(run(code)) == shape(kept), f"{page}: block changed shape: {code}"
+    elif blas is not None:
+        fresh = generate(code)
+        assert same_numbers(fresh, kept, float(blas)), f"{page}: {code} gives {fresh!r}"
+    else:
+        assert generate(code) == kept, f"{page}: stale number: {code}"
+
+
+def write(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    text = OUTPUT.sub(lambda m: f"<!-- {m['kind']}: {m['cmd']} -->\n```\n{run(m['cmd'])}```\n",
+                      text)
+    text = GEN.sub(lambda m: m.group(0)[: m.start("out") - m.start()] + generate(m["code"])
+                   + "<!-- /gen -->", text)
+    page.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--write"]:
+    for p in PAGES:
+        if not sys.argv[2:] or name(p) in sys.argv[2:] or p.stem in sys.argv[2:]:
+            write(p)
