@@ -157,6 +157,22 @@ def test_number_comparison_within_a_spread():
     assert not same_numbers("loss 1.29 at step", "loss 1.29 at epoch", 0.25)
 
 
+@pytest.mark.parametrize("page", PAGES[1:], ids=name)
+def test_sdpa_help_shows_the_page_without_comments_at_80_columns_and_loses_no_word(page):
+    from sdpa_cli.tools import readable
+
+    raw = page.read_text(encoding="utf-8")
+    shown = readable(raw)
+    assert "<!--" not in shown
+    fenced = False
+    for line in shown.split("\n"):
+        fenced ^= line.startswith("```")
+        if not fenced and not line.startswith(("|", "```")):
+            assert len(line) <= 80 or " " not in line.strip(), f"{name(page)}: {line!r}"
+    words = re.sub(r"<!--.*?-->", "", raw, flags=re.S).split()
+    assert shown.split() == words
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("page", "i"), CASES)
 def test_every_region_is_what_its_command_gives_now(page, i):
