@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sdpa_cli import batch
+from sdpa_cli import batch, topics
 from sdpa_cli import comparison as compare_mod
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.options import (
@@ -94,44 +92,6 @@ def validate(targets: tuple[Path, ...], quiet: bool) -> int:
     return batch.run_validate(list(targets), quiet=quiet)
 
 
-DOCS = Path(__file__).parent / "docs"
-
-
-def readable(page: str, width: int = 80) -> str:
-    """A topic page as a reader wants it: without the comments that say which command made
-    each number (tests/test_docs.py reruns them), and with any paragraph or list item that a
-    generated number made wider than `width` wrapped again (code and tables are kept)."""
-    text = re.sub(r"<!--.*?-->", "", page, flags=re.S)
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    out: list[str] = []
-    block: list[str] = []
-    fenced = False
-
-    def flush() -> None:
-        if any(len(line) > width for line in block):
-            lead = re.match(r"\s*(?:[-*] |\d+\. )?", block[0]).group(0)  # type: ignore[union-attr]
-            words = " ".join(line.strip() for line in block)[len(lead.strip()):].strip()
-            out.extend(textwrap.wrap(words, width, initial_indent=lead,
-                                     subsequent_indent=" " * len(lead),
-                                     break_long_words=False, break_on_hyphens=False))
-        else:
-            out.extend(block)
-        block.clear()
-
-    for line in text.split("\n"):
-        if line.startswith("```"):
-            fenced = not fenced
-        plain = not fenced and line.strip() and not line.startswith(("```", "|", "#"))
-        if not plain or re.match(r"\s*(?:[-*] |\d+\. )", line):
-            flush()
-        if plain:
-            block.append(line)
-        else:
-            out.append(line)
-    flush()
-    return "\n".join(out)
-
-
 @click.command("help")
 @click.argument("topic", required=False)
 def help_(topic: str | None) -> int:
@@ -142,17 +102,16 @@ def help_(topic: str | None) -> int:
       sdpa help
       sdpa help adding-a-study
     """
-    pages = {p.stem: p for p in sorted(DOCS.glob("*.md"))}
+    pages = topics.pages()
     if topic is None:
         width = max(map(len, pages), default=0)
         for name, path in pages.items():
-            title = path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
-            click.echo(f"  {name:<{width}}  {title}")
+            click.echo(f"  {name:<{width}}  {topics.title(path)}")
         click.echo("\nsdpa help TOPIC prints one.")
         return 0
     if topic not in pages:
         close = difflib.get_close_matches(topic, list(pages), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InputError(Problem(f"no help topic {topic!r}{hint}; `sdpa help` lists them"))
-    click.echo(readable(pages[topic].read_text(encoding="utf-8")), nl=False)
+    click.echo(topics.readable(pages[topic].read_text(encoding="utf-8")), nl=False)
     return 0

@@ -73,12 +73,13 @@ def test_the_study_runs_from_its_command_a_batch_and_the_report(tiny, tmp_path, 
     ('examples=({"draws": 5},)', "examples[0]"),
     ('examples=()', "examples"),
     ('flags={"draw": Flag("N")}', "flags.draw"),
+    ('topic="no-such-page"', "topic"),
 ])
 def test_a_mistake_in_the_declaration_is_an_error_at_registration(tiny, mistake, field):
     init = tiny / "tiny" / "__init__.py"
     text = init.read_text()
     key = mistake.split("=", 1)[0]
-    if key == "flags":  # the page gives none: add one, naming no field of the spec
+    if key in ("flags", "topic"):  # the page gives none: add one that names nothing real
         text = text.replace("import Study", "import Flag, Study")
         text = text.replace("    usage=", f"    {mistake},\n    usage=")
     else:

@@ -159,7 +159,7 @@ def test_number_comparison_within_a_spread():
 
 @pytest.mark.parametrize("page", PAGES[1:], ids=name)
 def test_sdpa_help_shows_the_page_without_comments_at_80_columns_and_loses_no_word(page):
-    from sdpa_cli.tools import readable
+    from sdpa_cli.topics import readable
 
     raw = page.read_text(encoding="utf-8")
     shown = readable(raw)

@@ -352,3 +352,21 @@ def test_the_report_reads_the_same_whichever_command_rebuilt_it(sdpa, workdir):
     before = {f: (root / f).read_bytes() for f in ("index.md", "report.html")}
     assert batch_report.refresh(root / "a")  # what a study command does after writing R/a
     assert {f: (root / f).read_bytes() for f in before} == before
+
+
+def test_each_study_links_to_its_help_page_carried_in_the_report(placed: Path):
+    from sdpa_cli import registry, topics
+
+    page = _page(placed)
+    links = {a["href"] for t, a in page.tags if t == "a" and "href" in a}
+    folds = {a["id"] for t, a in page.tags
+             if t == "details" and a.get("id", "").startswith("help-")}
+    studies = {json.loads((d / "results.json").read_text())["study"]
+               for d in placed.iterdir() if (d / "results.json").is_file()}
+    wanted = {registry.get(s).topic for s in studies} | {"outputs"}
+    assert folds == {f"help-{t}" for t in wanted}
+    assert {f"#help-{registry.get(s).topic}" for s in studies} <= links
+    text = (placed / "report.html").read_text(encoding="utf-8")
+    for t in wanted:  # the page as sdpa help prints it, escaped
+        shown = topics.readable(topics.pages()[t].read_text(encoding="utf-8"))
+        assert _e(shown) in text

@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
+from sdpa_cli import topics
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import Figure, Result
 from sdpa_cli.spec.common import Documented, SpecBase
@@ -64,6 +65,9 @@ class Study:
     # Spec fields of small, fast runs (one per kind of input the study takes): the contract
     # test (tests/test_contract.py) runs every study with each of them.
     examples: tuple[Mapping[str, Any], ...]
+    # Its `sdpa help` page (sdpa_cli/docs/<topic>.md: model, fields, measured results), linked
+    # from its sections of report.html; checked to exist when the study is registered.
+    topic: str = ""
     description: str = ""  # the command's long help (a paragraph), before its examples
     usage: tuple[str, ...] = ()  # example command lines for --help, each runnable
     flags: Mapping[str, Flag] = field(default_factory=dict)  # per-field flag presentation
@@ -104,7 +108,7 @@ class Study:
 def register(study: Study, package: str, summary: str) -> Study:
     """The declaration of `package`, checked: a mistake is an error now, not after a run."""
     study = dataclasses.replace(study, package=package, summary=summary)
-    for check in (_names, _spec_fields, _figures, _rows, _example):
+    for check in (_names, _topic, _spec_fields, _figures, _rows, _example):
         check(study)
     return study
 
@@ -126,6 +130,11 @@ def _names(study: Study) -> None:
     for what in ("run", "cost", "documented_problem"):
         if not callable(getattr(study, what)):
             _fail(study, what, "must be a function")
+
+
+def _topic(study: Study) -> None:
+    if study.topic and study.topic not in topics.pages():
+        _fail(study, "topic", f"no page sdpa_cli/docs/{study.topic}.md (`sdpa help` lists them)")
 
 
 def _spec_fields(study: Study) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sdpa_cli import registry, topics
 from sdpa_cli.framework.causes import claim_coverage, tally
 from sdpa_cli.framework.result import Result, Table
 from sdpa_cli.report import provenance
@@ -153,7 +154,9 @@ def _section(e: Entry, root: Path) -> str:
     where = [f"run folder {_e(e.name)}/ (resolved spec: spec.yaml)" if r else
              f"spec {_e(e.spec_file or '—')}"]
     if r is not None:
-        where.append(f"study {_e(r.study)}")
+        topic = _topic(r.study)
+        where.append(f'study {_e(r.study)}' + (f' (<a href="#help-{topic}">sdpa help {topic}</a>)'
+                                               if topic else ""))
         seed = r.spec.get("seed")
         if seed is not None:
             where.append(f"seed {_e(seed)}")
@@ -198,11 +201,31 @@ def _section(e: Entry, root: Path) -> str:
     return "\n".join(out)
 
 
+def _topic(study: str) -> str:
+    """The study's `sdpa help` page, or "" for a study this sdpa does not know."""
+    return registry.get(study).topic if study in registry.NAMES else ""
+
+
+def _reference(items: Sequence[Entry]) -> str:
+    """The topic pages of the batch's studies (and of the run folder's files), each folded, as
+    `sdpa help TOPIC` prints them: the report links to them and carries them with it."""
+    used = sorted({t for e in items if e.result and (t := _topic(e.result.study))} | {"outputs"})
+    pages = topics.pages()
+    folds = [f'<details id="help-{name}"><summary>sdpa help {name}: '
+             f"{_e(topics.title(pages[name]))}</summary><pre>"
+             f"{_e(topics.readable(pages[name].read_text(encoding='utf-8')))}</pre></details>"
+             for name in used if name in pages]
+    return ('<h2 id="reference">Reference pages</h2><p class="meta">The pages of '
+            "<code>sdpa help</code> for the studies in this report (the model, its fields and "
+            "what was measured), as shipped with this sdpa.</p>" + "".join(folds))
+
+
 def _contents(items: Sequence[Entry]) -> str:
     out = ['<nav id="contents"><h2>Contents</h2><ol>',
            '<li><a href="#findings">Findings</a></li>',
            '<li><a href="#audit">Audit of the documents\' printed numbers</a></li>',
-           '<li><a href="#provenance">Provenance</a></li>']
+           '<li><a href="#provenance">Provenance</a></li>',
+           '<li><a href="#reference">Reference pages</a></li>']
     for key, heading, group in by_document(items):
         out.append(f'<li class="doc"><a href="#{key}">{_e(heading)}</a><ol>')
         for e in group:
@@ -276,5 +299,5 @@ def report_html(items: Sequence[Entry], root: Path) -> str:
         "they reproduce.</p>\n"
         f"{findings_summary(items)}\n"
         f"{_contents(items)}\n{_audit_summary(items)}\n{_provenance(items)}\n"
-        + "\n".join(groups) + "\n</body>\n</html>\n"
+        + "\n".join(groups) + f"\n{_reference(items)}\n</body>\n</html>\n"
     )

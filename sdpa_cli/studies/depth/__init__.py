@@ -7,6 +7,7 @@ from sdpa_cli.studies.depth.spec import DepthSpec, cost
 
 STUDY = Study(
     name="depth",
+    topic="depth",
     spec=DepthSpec,
     run=run.run,
     rows=(DepthRow, StackRow),

@@ -6,6 +6,7 @@ from sdpa_cli.studies.gradients.spec import GradientsSpec, cost
 
 STUDY = Study(
     name="gradients",
+    topic="gradients",
     spec=GradientsSpec,
     run=run.run,
     rows=(run.GradientRow, theory.SlopeRow),

@@ -6,6 +6,7 @@ from sdpa_cli.studies.inspect.spec import InspectSpec
 
 STUDY = Study(
     name="inspect",
+    topic="inspect",
     spec=InspectSpec,
     run=run.run,
     rows=(rows.HeadRow, rows.LayerRow),

@@ -6,6 +6,7 @@ from sdpa_cli.studies.train.spec import TrainSpec, limits
 
 STUDY = Study(
     name="train",
+    topic="train",
     spec=TrainSpec,
     run=run.run,
     rows=(rows.TrainRow, rows.SensitivityRow, rows.ClaimRow, rows.RobustnessRow),

@@ -6,6 +6,7 @@ from sdpa_cli.studies.variance.spec import VarianceSpec
 
 STUDY = Study(
     name="variance",
+    topic="theory",
     spec=VarianceSpec,
     run=run.run,
     rows=(rows.VarianceRow,),

@@ -6,6 +6,7 @@ from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 
 STUDY = Study(
     name="worked-example",
+    topic="audit",
     spec=WorkedExampleSpec,
     run=replay.run,
     rows=(steps.StepRow,),
