@@ -137,6 +137,83 @@ def check(result: Any, name: str) -> Any:
     return picked[0]
 
 
+def slope(r: Mapping[str, Any], *theory: str) -> str:
+    """A fitted log-log slope row (`slope`, `slope_se`) as `−0.0601 ± 0.0050`: the se to two
+    significant digits, the slope signed and to the same place; then, in brackets, those of
+    the row's `theory` fields that are set, to the same place (`"REM=rem_slope"` puts the
+    label REM before the value): `slope(r, "exact_slope", "REM=rem_slope")`."""
+    se = r["slope_se"]
+    if r["slope"] is None or se is None:
+        return "—"
+    places = max(0, 1 - math.floor(math.log10(se))) if se > 0 else 3
+
+    def show(x: float) -> str:
+        return "0" if x == 0 else f"{x:+.{places}f}".replace("-", "−")
+
+    beside = [f"{label} {show(r[field])}".strip()
+              for label, _, field in (t.rpartition("=") for t in theory)
+              if r.get(field) is not None]
+    return f"{show(r['slope'])} ± {se:.{places}f}" + (f" ({'; '.join(beside)})" if beside else "")
+
+
+def slopes(result: Any, by: str, quantities: Sequence[str], *theory: str,
+           values: Sequence[Any] | None = None, table: str = "slopes_vs_n",
+           **fields: Any) -> list[dict[str, Any]]:
+    """A slope table pivoted for table(): one line per value of the field `by` (those in
+    `values`, or every one, in the run's order), holding `fields` (constant columns), `by`
+    and, per quantity, slope() of its row with `theory` beside it."""
+    keys = [k for k in dict.fromkeys(r[by] for r in result.tables[table])
+            if values is None or k in values]
+    return [{**fields, by: k, **{q: slope(row(result, table, **{by: k, "quantity": q}), *theory)
+                                 for q in quantities}} for k in keys]
+
+
+def grid(source: Sequence[Mapping[str, Any]], by: str, across: str, value: str = "slope",
+         **fields: Any) -> list[dict[str, Any]]:
+    """Slope rows pivoted for table(): one line per value of the field `by` (in order),
+    holding `fields` and, per value of the field `across`, slope() of the row's `value` and
+    `value`_se. For the gradients study's `slopes` (scaling × gradient), `value` is "slope"
+    (the whole range) or "end_slope" (the last step): `grid(r.tables["slopes"], "scaling",
+    "gradient")`."""
+    lines: dict[Any, dict[str, Any]] = {}
+    for r in source:
+        line = lines.setdefault(r[by], {**fields, by: r[by]})
+        line[r[across]] = slope({"slope": r[value], "slope_se": r[f"{value}_se"]})
+    return list(lines.values())
+
+
+def audit(*targets: Any, claims: bool = False) -> str:
+    """The audit's summary as `sdpa run` prints it, over some runs: root errors first
+    (`2 errors of its own, …; 56 of 105 match`), or with `claims=True` the claims' verdicts
+    (`37 holds, 6 partly, 2 fails, 20 untested`). A target is a Result, a spec path, or a
+    folder of specs (relative to the repository) standing for its specs, recursively, that
+    state `claims:`; each spec runs through run(), so it is cached."""
+    from sdpa_cli.framework.causes import claim_coverage, tally
+
+    results = []
+    for t in targets:
+        path = ROOT / t if isinstance(t, str) else None
+        if path is None:
+            results.append(t)
+        elif path.is_file():
+            results.append(run(t))
+        else:
+            results += [run(str(p.relative_to(ROOT))) for p in sorted(path.rglob("*.y*ml"))
+                        if "\nclaims:" in "\n" + p.read_text(encoding="utf-8")]
+    entries = [a for r in results for a in r.audit]
+    return claim_coverage(entries) if claims else tally(entries).headline(
+        "its" if len(results) == 1 else "their")
+
+
+def from_tests(module: str, name: str) -> Any:
+    """A name defined by a test module in tests/ (`from_tests("test_depth_study", "ISSUE")`):
+    published figures a slow test compares with, or its way of comparing, so that the page
+    and the test use the same list and the same arithmetic."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 # every public function above, and a few builtins (a region is one expression, no imports);
 # a helper added above is available to the pages with no other edit
 NAMES: dict[str, Any] = {n: v for n, v in list(globals().items())

@@ -73,7 +73,8 @@ def run(command: str) -> str:
 
 
 def generate(code: str) -> str:
-    return str(eval(code.strip(), {"__builtins__": {}}, dict(docgen.NAMES)))
+    # the names as globals, so that lambdas and comprehensions in a region see them too
+    return str(eval(code.strip(), {"__builtins__": {}, **docgen.NAMES}))
 
 
 def shape(text: str) -> str:
@@ -138,9 +139,11 @@ def test_every_gen_region_is_one_expression_over_docgen_names(page):
             continue
         tree = ast.parse(code, mode="eval")
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        lambdas = {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda)
-                   for a in n.args.args}
-        unknown = used - set(docgen.NAMES) - lambdas
+        bound = {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                 for a in n.args.args}
+        bound |= {t.id for n in ast.walk(tree) if isinstance(n, ast.comprehension)
+                  for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+        unknown = used - set(docgen.NAMES) - bound
         assert not unknown, f"{name(page)}: {code!r} uses {unknown}"
 
 
