@@ -1,6 +1,6 @@
 """Benchmark: one training step of the train study against the time of its matrix products alone.
 
-Run: PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python tests/bench_train.py
+Run: PYTHONPATH=. python tests/bench_train.py (one BLAS thread unless OPENBLAS_NUM_THREADS says)
 Prints, per (d_k, sequence rows n): the step time (batch drawn, forward, backward, Adam update);
 the time of the same step's matrix products alone, made as the step makes them (the same calls
 on arrays of the same shapes and dtype: the floor the step's own code can reach); the ratio of
@@ -18,11 +18,15 @@ import os
 import time
 from collections.abc import Callable
 
-import numpy as np
+# As sdpa's main() does: one BLAS thread per process (set before NumPy loads).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from sdpa_cli.numerics import recall
-from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.process import keep_freed_memory
+import numpy as np  # noqa: E402
+
+from sdpa_cli.numerics import recall  # noqa: E402
+from sdpa_cli.numerics.scaling import Scaling  # noqa: E402
+from sdpa_cli.process import keep_freed_memory  # noqa: E402
 
 BATCH = 32
 ROUNDS = 9
@@ -102,11 +106,11 @@ def products_fn(task: recall.Task, *, flat: bool = False) -> Callable[[], object
 
 def main() -> None:
     load = os.getloadavg()
-    print(f"machine load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
-          f"on {os.cpu_count()} cores; BLAS threads: "
-          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+    print(f"{os.cpu_count()} cores, BLAS threads: "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1, 5, 15 min)")
     print(f"batch {BATCH}, vocab 16, d_model 64, Adam, fixed embeddings; best of {ROUNDS} "
-          "interleaved rounds\n")
+          "rounds\n")
     print(f"{'d_k':>5} {'n':>4} {'step ms':>9} {'products ms':>12} {'ratio':>6} "
           f"{'2-D GEMMs ms':>13} {'ratio':>6}")
     grid = [(d, 8) for d in (16, 64, 256, 1024)] + [(64, p) for p in (32, 128)]

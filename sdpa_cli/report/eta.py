@@ -12,9 +12,12 @@ from sdpa_cli import registry
 # the study's cost estimate (Study.cost, the same estimate that guards against runaway
 # specs). Fitted by least squares (in relative error) to each spec's median wall time over
 # four full `sdpa run` batches on this project's 2-core machine, 2 threads, shared with other
-# sessions (load average 2.5 to 8), then rounded: sdpa_cli/docs/timing.md has the runs and
-# how far each spec strays. `fixed` is mostly the figures; per_step is in nanoseconds.
+# sessions (load average 2.5 to 8), then rounded: sdpa_cli/docs/changelog.md (2026-11-25) has
+# the runs and how far each spec strays; sdpa_cli/docs/timing.md shows the rates and a rerun.
+# `fixed` is mostly the figures; per_step is in nanoseconds.
 RATES: dict[str, tuple[float, float]] = {
+    # depth: fitted to its two shipped specs timed alone (load 2.6-3.6; changelog 2026-11-25)
+    "depth": (1.5, 0.65),
     "gradients": (1.4, 2.6),
     "jacobian": (2.3, 6.8),
     "softmax-sweep": (1.4, 9.8),
