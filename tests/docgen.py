@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+# one BLAS thread, as conftest sets for pytest: `python tests/test_docs.py --write` too (the
+# results are the same; threaded BLAS only costs far more CPU on small matrices)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sdpa_cli as sdpa
 
@@ -212,6 +217,23 @@ def from_tests(module: str, name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def trained(result: Any, **where: Any) -> str:
+    """One configuration of a train run (`where` selects its row): steps to the target,
+    median [range over seeds] or `never (0/3)`, and the median final loss; when the study's
+    1e-12 nudge moved its first seed's final loss by more than 1e-6 of itself (a chaotic run,
+    `tables["robustness"]`), that move beside it: `never (0/3), loss 0.66 (±17%)`."""
+    r = row(result, **where)
+    med, lo, hi = (r[f"steps_to_target_{k}"] for k in ("median", "lo", "hi"))
+    if r["reached"] == 0:
+        steps = f"never (0/{r['seeds']})"
+    else:
+        upto = "never" if hi is None else g(hi)
+        steps = f"{'—' if med is None else g(med)} [{g(lo)}–{upto}]"
+    moved = row(result, "robustness", **where)["loss_change"]
+    beside = f" (±{pct(moved)})" if moved is not None and moved > 1e-6 else ""
+    return f"{steps}, loss {g(r['final_loss_median'], 2)}{beside}"
 
 
 # every public function above, and a few builtins (a region is one expression, no imports);
