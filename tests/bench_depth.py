@@ -1,6 +1,8 @@
 """Benchmark: the depth study's forward and backward per trial against its matrix products alone.
 
-Run: PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python tests/bench_depth.py
+Run: PYTHONPATH=. python tests/bench_depth.py [--quick]   (one BLAS thread unless
+OPENBLAS_NUM_THREADS says otherwise; --quick: the three sizes of the shipped depth specs,
+d_model 64, best of QUICK_ROUNDS rounds, for sdpa_cli/docs/depth.md's machine block)
 Prints, per (d_model, d_k, MLP): the time per trial of one block of trials as the study runs
 it (forward through L blocks, the per-block frozen share and token cosine, one backward, the
 gradient norms: numerics.depth_trials.stack_values for one rule and norm); the time of the
@@ -16,9 +18,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads OpenBLAS
+
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_train
 from bench_train import interleaved_best
 
 from sdpa_cli.numerics.depth import Block, backward, forward, output
@@ -29,6 +34,9 @@ from sdpa_cli.process import keep_freed_memory
 
 LAYERS = 12
 N = 16
+SIZES = [(64, 16, False), (64, 16, True), (64, 256, True), (128, 64, True), (256, 64, False)]
+QUICK_SIZES = SIZES[:3]  # d_model 64: the shipped specs' stacks
+QUICK_ROUNDS = 5
 
 
 def pass_fn(stack: Stack, d_k: int, trials: int, *, study: bool) -> Callable[[], object]:
@@ -82,22 +90,25 @@ def products_fn(stack: Stack, d_k: int, trials: int) -> Callable[[], object]:
 
 
 def main() -> None:
+    quick = "--quick" in sys.argv[1:]
+    if quick:
+        bench_train.ROUNDS = QUICK_ROUNDS  # interleaved_best reads it at each call
     load = os.getloadavg()
     print(f"machine load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
           f"on {os.cpu_count()} cores; BLAS threads: "
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     print(f"L = {LAYERS} Post-LN blocks, n = {N}, sqrt rule; ms per trial, in a block of "
-          "trials as the study sizes it\n")
+          "trials\nas the study sizes it\n")
     print(f"{'d_model':>7} {'d_k':>5} {'mlp':>4} {'trials':>6} {'fwd+bwd ms':>10} "
           f"{'products ms':>12} {'ratio':>6} {'study pass ms':>14} {'ratio':>6}")
-    for dm, dk, mlp in [(64, 16, False), (64, 16, True), (64, 256, True), (128, 64, True),
-                        (256, 64, False)]:
+    for dm, dk, mlp in QUICK_SIZES if quick else SIZES:
         stack = Stack(d_model=dm, n=N, max_dim=dk, max_layers=LAYERS, mlp=mlp)
         trials = stack.block_trials()
         t_fb, t_prod, t_pass = interleaved_best(
             [pass_fn(stack, dk, trials, study=False), products_fn(stack, dk, trials),
              pass_fn(stack, dk, trials, study=True)], 3)
-        print(f"{dm:>7} {dk:>5} {mlp!s:>4} {trials:>6} {t_fb / trials * 1e3:>10.3f} "
+        mlp_text = "yes" if mlp else "no"
+        print(f"{dm:>7} {dk:>5} {mlp_text:>4} {trials:>6} {t_fb / trials * 1e3:>10.3f} "
               f"{t_prod / trials * 1e3:>12.3f} {t_fb / t_prod:>6.2f} "
               f"{t_pass / trials * 1e3:>14.3f} {t_pass / t_prod:>6.2f}")
     load = os.getloadavg()

@@ -191,9 +191,9 @@ def _saturated_first_block(rows: Sequence[Row], per_trial: Mapping[str, np.ndarr
     share = float(np.mean(a < b))
     z = (share - 0.5) / float(np.sqrt(0.25 / a.size))
     less, more = z > SIGN_Z, z < -SIGN_Z
-    verdict = ("less: the saturated block is starved." if less else
-               "more: saturation does not starve it." if more else
-               f"not distinguishable (|z| ≤ {SIGN_Z:g}).")
+    verdict = ("it gets less gradient: the saturated block is starved." if less else
+               "it gets more gradient: saturation does not starve it." if more else
+               f"more and less are not distinguishable (|z| ≤ {SIGN_Z:g}).")
     return less, (
         f"{name[nm]}, d_k = {d}, block 0: {most['scaling']} freezes "
         f"{most['frozen_share']:.0%} of the rows against {least['frozen_share']:.0%} for "
