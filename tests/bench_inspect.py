@@ -1,10 +1,12 @@
 """Benchmark (not a test): sdpa inspect's NumPy forward against transformers' eager forward.
 
-    HF_HOME=… SDPA_TORCH_PYTHON=… python tests/bench_inspect.py [THREADS]
+    HF_HOME=… SDPA_TORCH_PYTHON=… python tests/bench_inspect.py [THREADS [MODEL]]
 
-MiniLM (from the HF cache), 8 sequences × 128 tokens of sdpa's README, float32, the same
-thread count for NumPy's BLAS and torch. Prints the best of 5 timings of each, their ratio,
-and sdpa's peak RSS against the size of the weights file, all from this one run.
+MODEL (a name in the HF cache; default sentence-transformers/all-MiniLM-L6-v2), 8 sequences
+× 128 tokens of the text the shipped spec reads (experiments/inspect/minilm-text.txt),
+float32, the same thread count for NumPy's BLAS and torch. Prints the best of 5 timings of
+each (transformers' only with SDPA_TORCH_PYTHON set), their ratio, and sdpa's peak RSS
+against the size of the weights file, all from this one run.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import sys
 
 THREADS = sys.argv[1] if len(sys.argv) > 1 else "1"
+MODEL = sys.argv[2] if len(sys.argv) > 2 else "sentence-transformers/all-MiniLM-L6-v2"
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = THREADS  # before NumPy loads
 
@@ -26,9 +29,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sdpa_cli.studies.inspect.checkpoint import Weights, find, open_checkpoint  # noqa: E402
-from sdpa_cli.studies.inspect.text import chunks, default_text, load_tokenizer  # noqa: E402
+from sdpa_cli.studies.inspect.text import chunks, load_tokenizer  # noqa: E402
 
 REPEATS = 5
+TEXT = Path(__file__).resolve().parent.parent / "experiments" / "inspect" / "minilm-text.txt"
 TORCH = """
 import sys, time, json, numpy as np, torch
 from transformers import AutoModel
@@ -45,12 +49,12 @@ print(json.dumps({"seconds": best}))
 
 
 def main() -> None:
-    folder, _ = find("sentence-transformers/all-MiniLM-L6-v2")
+    folder, _ = find(MODEL)
     if folder is None:
-        sys.exit("MiniLM is not in the Hugging Face cache: see tests/fetch_minilm.py")
+        sys.exit(f"{MODEL} is not in the Hugging Face cache (MiniLM: see tests/fetch_minilm.py)")
     ckpt = open_checkpoint(folder)
     tok = load_tokenizer(ckpt.tokenizer)
-    ids = chunks(tok, tok.body(default_text()[0]), 128, 8, "README.md")
+    ids = chunks(tok, tok.body(TEXT.read_text(encoding="utf-8")), 128, 8, TEXT.name)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # interpreter, libraries
     best = float("inf")
     for _ in range(REPEATS):
@@ -75,7 +79,8 @@ def main() -> None:
                                   check=True)
         out["torch_seconds"] = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
         out["sdpa_over_torch"] = best / out["torch_seconds"]
-    print(json.dumps(out, indent=1))
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()},
+                     indent=1))
 
 
 if __name__ == "__main__":

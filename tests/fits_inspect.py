@@ -1,6 +1,8 @@
 """What fits in this machine's memory (not a test): sdpa inspect's estimate for Llama-shaped
 checkpoints of 1B, 7B and 70B parameters, from safetensors headers alone (sparse files:
-nothing real is written or read). Usage: python tests/fits_inspect.py DIR"""
+nothing real is written or read). Usage: python tests/fits_inspect.py DIR [--plan]
+(--plan: the plan alone, the same on every machine, without this machine's memory and
+what does not fit in it)"""
 
 from __future__ import annotations
 
@@ -58,19 +60,31 @@ def make(folder: Path, hidden: int, layers: int, heads: int, kv: int, inter: int
 
 def main() -> None:
     root = Path(sys.argv[1])
-    budget = RAM_SHARE * physical_memory()
-    print(f"machine memory {physical_memory() / 2**30:.1f} GiB; a run may plan "
-          f"{budget / 2**30:.1f} GiB")
+    lengths = (128, 512, 2048)
+    print("GiB that sdpa inspect plans: tensors held (the largest layer and other tensor,")
+    print("as stored and converted) and work for 8 sequences of n tokens")
+    print(f"{'model':<13} {'bf16 weights':>12} {'dtype':>8} {'tensors':>8}"
+          + "".join(f"{'n=' + str(n):>9}" for n in lengths))
+    plans = []
     for name, shape in SHAPES.items():
         size = make(root / name, *shape)
         ckpt = open_checkpoint(root / name)
         for dtype in ("float32", "float64"):
-            for n in (128, 512, 2048):
+            work = []
+            for n in lengths:
                 spec = InspectSpec(model=str(root / name), seq_len=[n], dtype=dtype)
-                held, work = plan_memory(spec, ckpt)
-                print(f"{name}: {size / 2**30:.1f} GiB of bf16 weights; {dtype} n={n}: "
-                      f"tensors {held / 2**30:.2f} GiB + work {work / 2**30:.2f} GiB; "
-                      f"fits: {held + work <= budget}")
+                held, w = plan_memory(spec, ckpt)
+                work.append(w)
+                plans.append((f"{name} {dtype} n={n}", held + w))
+            print(f"{name:<13} {size / 2**30:>12.1f} {dtype:>8} {held / 2**30:>8.2f}"
+                  + "".join(f"{w / 2**30:>9.2f}" for w in work))
+    if "--plan" in sys.argv[2:]:  # the plan alone: the same on every machine
+        return
+    budget = RAM_SHARE * physical_memory()
+    print(f"this machine: {physical_memory() / 2**30:.1f} GiB of memory; a run may plan "
+          f"{budget / 2**30:.1f} GiB")
+    too_big = [what for what, need in plans if need > budget]
+    print("does not fit here: " + (", ".join(too_big) if too_big else "none"))
 
 
 if __name__ == "__main__":
