@@ -214,3 +214,12 @@ def test_written_spec_yaml_runs_again_to_the_same_results(sdpa, workdir, spec_fi
     first = json.loads((first_dir / "results.json").read_text())
     again = json.loads((workdir / "again" / "results.json").read_text())
     assert again == first
+
+
+def test_every_shipped_spec_validates_the_slow_ones_too(sdpa):
+    """A shipped spec the cost guard refuses is a defect (specs in slow/ run only when named,
+    so no batch would show it)."""
+    every = sorted((Path(__file__).parent.parent / "experiments").rglob("*.yaml"))
+    assert any("slow" in p.parts for p in every)
+    r = sdpa("validate", *map(str, every))
+    assert r.code == 0, r.err
