@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from conftest import HEAVY
+
 import sdpa_cli
 
 ROOT = Path(sdpa_cli.__file__).parent
@@ -140,3 +142,10 @@ def test_a_study_package_imports_no_other_study():
                     other[2] not in (own, "saturation"):
                 problems.append(f"{name} imports {m}")
     assert problems == []
+
+
+def test_every_heavy_name_is_a_test() -> None:
+    """A renamed test must not silently come back into the quick tier."""
+    for name in HEAVY:
+        file, function = name.split("::")
+        assert f"def {function}(" in (Path(__file__).parent / file).read_text(), name
