@@ -147,6 +147,14 @@ def test_every_gen_region_is_one_expression_over_docgen_names(page):
         assert not unknown, f"{name(page)}: {code!r} uses {unknown}"
 
 
+def test_the_readmes_study_table_points_to_each_studys_own_page():
+    from sdpa_cli import registry
+
+    text = README.read_text(encoding="utf-8")
+    named = dict(re.findall(r"^\| `sdpa ([a-z-]+)` \|.*\| `sdpa help ([a-z-]+)` \|$", text, re.M))
+    assert named == {n: registry.get(n).topic for n in registry.NAMES}
+
+
 def test_the_lint_catches_a_bare_number_and_lets_inputs_and_regions_pass():
     page = ("The ratio is 0.00251 and 38% froze; 2.5× slower, in 160 s.\n"
             "<!-- inputs: 1.5× -->A target of 1.5× and `0.125` in code.\n"

@@ -7,7 +7,7 @@ from sdpa_cli.studies.saturation.spec import JacobianSpec
 
 STUDY = Study(
     name="jacobian",
-    topic="theory",
+    topic="rules",
     spec=JacobianSpec,
     run=run.run,
     rows=saturation_rows.JACOBIAN_ROWS,

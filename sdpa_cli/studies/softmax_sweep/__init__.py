@@ -7,7 +7,7 @@ from sdpa_cli.studies.softmax_sweep import run
 
 STUDY = Study(
     name="softmax-sweep",
-    topic="theory",
+    topic="rules",
     spec=SoftmaxSweepSpec,
     run=run.run,
     rows=saturation_rows.SWEEP_ROWS,
