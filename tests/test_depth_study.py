@@ -172,11 +172,13 @@ def issue_z(rows: list, item: tuple) -> tuple[dict, float]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("depth-200")  # one run with the depth page's (tests/test_docs.py)
 def test_the_issues_torch_check_within_its_standard_errors() -> None:
     """With 200 trials (our se small), each issue figure within 4 se of ours, except the
     ones listed in DIFFERENT, which must still differ (the note gives their z)."""
-    s = spec_io.load(EXPERIMENTS / "post-vs-pre.yaml").model_copy(update={"trials": 200})
-    rows = depth.run(s).rows
+    import docgen  # the docs' run cache: the same run as `sdpa help depth`'s table
+
+    rows = docgen.run("experiments/depth/post-vs-pre.yaml", trials=200).rows
     for item in ISSUE:
         row, z = issue_z(rows, item)
         if item in DIFFERENT:

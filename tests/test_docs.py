@@ -115,7 +115,11 @@ def regions(page: Path) -> list[tuple[str, str, str, str | None]]:
     return found + [("gen", m["code"].strip(), m["out"], m["blas"]) for m in GEN.finditer(text)]
 
 
-CASES = [(name(p), i) for p in PAGES for i in range(len(regions(p)))]
+# A region that runs the 200-trial depth check shares its run with tests/test_depth_study.py's
+# slow test when pytest-xdist groups them on one process (`--dist loadgroup`, as .ci/run does).
+DEPTH_200 = pytest.mark.xdist_group("depth-200")
+CASES = [pytest.param(name(p), i, marks=[DEPTH_200] if "trials=200" in r[1] else [])
+         for p in PAGES for i, r in enumerate(regions(p))]
 BY_NAME = {name(p): p for p in PAGES}
 
 
