@@ -44,7 +44,7 @@ def _hashable(x: Any) -> Any:
 
 # A batch folder of this commit's shipped specs (.ci/run's full `sdpa run`): a shipped spec
 # named with no field changed is read from its run folder there instead of run a second time,
-# when the folder's resolved spec is exactly the file's.
+# when the folder's resolved spec is exactly the file's and the batch did not skip it.
 BATCH = os.environ.get("SDPA_DOCS_BATCH")
 
 
@@ -58,7 +58,8 @@ def _from_batch(path: Path) -> Any:
     if not done.is_file():
         return None
     doc = json.loads(done.read_text(encoding="utf-8"))
-    if doc.get("spec") != json.loads(json.dumps(spec.model_dump(mode="json"))):
+    if doc.get("skipped") or doc.get("spec") != json.loads(json.dumps(spec.model_dump(
+            mode="json"))):  # a run the batch skipped (no model there), or another spec
         return None
     return Result(registry.get(spec.study), spec, StudyResult.from_json(doc))
 
@@ -81,8 +82,9 @@ def run(target: str, **fields: Any) -> Any:
 
 def rows(result: Any, table: str | None = None, **where: Any) -> list[Mapping[str, Any]]:
     """The rows of a table (the main one by default) whose fields equal `where`."""
-    source = result.tables[table] if table else result.rows
-    return [r for r in source if all(r[k] == v for k, v in where.items())]
+    from sdpa_cli.framework.audit import find_rows  # the audit's `row:` selector
+
+    return list(find_rows(result.tables[table] if table else result.rows, where))
 
 
 def row(result: Any, table: str | None = None, **where: Any) -> Mapping[str, Any]:
