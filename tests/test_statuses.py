@@ -84,6 +84,36 @@ def test_check_on_a_study_that_measured_nothing(sdpa, specs: Path) -> None:
     assert "FAIL model present" in r.err
 
 
+CLAIMED = MISSING + """\
+fetch: fetch it from the shelf in room 4
+claims:
+  - where: "Large Embedding Dimensions"
+    document: 001_409455fed8d25d77.txt
+    claim: a claim only this model can judge
+    tests:
+      - quantity: median_score_std_raw
+        row: {weights: trained, seq_len: 128, scaling: model}
+        op: ">"
+        value: 8
+"""
+
+
+def test_a_skipped_runs_claims_stay_in_the_count_untested(sdpa, specs: Path) -> None:
+    """A claim only a missing model can judge is counted, untested, with the run's reason,
+    and the reason gives the spec's own way to get the model (issue 34)."""
+    write_spec(specs, "gone.yaml", CLAIMED)
+    r = sdpa("run", str(specs), "--no-plots", "--format", "json", "-q")
+    assert r.code == 0, r.err
+    claims = json.loads((Path(r.json()["folder"]) / "sdpa-batch.json").read_text())["claims"]
+    mine = [c for c in claims if c["claim"] == "a claim only this model can judge"]
+    assert len(mine) == 1 and mine[0]["status"] == "untested" and mine[0]["runs"] == ["gone"]
+    doc = json.loads((Path(r.json()["folder"]) / "gone" / "results.json").read_text())
+    (entry,) = [a for a in doc["audit"] if a["kind"] == "claim"]
+    assert entry["reason"].startswith("this run measured nothing: model 'nobody/not-a-model'")
+    assert "get it with: fetch it from the shelf in room 4" in entry["reason"]
+    assert "hf download" not in entry["reason"]
+
+
 def test_markdown_says_each_claims_verdict(sdpa, workdir: Path) -> None:
     """table.md words a claim by its verdict (holds, fails, …), never as a number's
     mismatch; a printed number's status names its cause."""

@@ -98,10 +98,11 @@ def _test(test: ClaimTest, lookup: Lookup, where: str, k: float) -> Outcome | st
 
 
 def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
-          k: float = NOISE_SE) -> AuditEntry:
+          k: float = NOISE_SE, *, skipped: str | None = None) -> AuditEntry:
     """One claim: its premise measured and reported beside it; its decisive tests decide:
     holds when all pass, fails when none does, partly otherwise; fragile where a threshold
-    inside its stated range would flip one."""
+    inside its stated range would flip one. A run that measured nothing (`skipped`, its
+    reason) leaves the claim untested, and says why."""
     document = claim.document or document
     source = f"{document}, {claim.where}" if document else claim.where
 
@@ -115,6 +116,8 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
                           uncertainty=uncertainty, reason=reason, premise=premise,
                           robustness=robustness, decides=claim.beyond is None)
 
+    if skipped is not None:
+        return entry("untested", reason=f"this run measured nothing: {skipped}")
     if not claim.tests:
         return entry("untested", reason=claim.untested)
     premise: list[Outcome] = []
@@ -152,10 +155,12 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
 
 
 def judge_all(claims: Sequence[Claim], lookup: Lookup, document: str, spec_name: str,
-              k: float = NOISE_SE, *, beyond: str | None = None) -> tuple[AuditEntry, ...]:
-    """Every claim of a spec; `beyond` (the spec's own) applies to those that set none."""
+              k: float = NOISE_SE, *, beyond: str | None = None,
+              skipped: str | None = None) -> tuple[AuditEntry, ...]:
+    """Every claim of a spec; `beyond` (the spec's own) applies to those that set none;
+    `skipped`: the run measured nothing, for this reason (each claim untested, saying so)."""
     return tuple(judge(c if c.beyond or not beyond else c.model_copy(update={"beyond": beyond}),
-                       lookup, document, spec_name, k) for c in claims)
+                       lookup, document, spec_name, k, skipped=skipped) for c in claims)
 
 
 # --- one verdict per claim ------------------------------------------------------------------

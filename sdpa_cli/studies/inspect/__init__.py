@@ -31,7 +31,7 @@ STUDY = Study(
     flags={"seq_len": Flag("N [N ...]"), "sequences": Flag("K"), "weights": Flag("W"),
            "text": Flag("FILE [FILE ...]", repeat=True), "scalings": Flag("RULE [RULE ...]"),
            "dtype": Flag("T"), "se_tolerance": Flag("K")},
-    no_flag=("model",),  # the positional MODEL sets it
+    no_flag=("model", "fetch"),  # the positional MODEL sets model; fetch is a spec's own
     target_field="model",
     target_metavar="MODEL or SPEC",
     check_target=inputs.check_model,

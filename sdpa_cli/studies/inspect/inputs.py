@@ -92,8 +92,9 @@ def prepare(spec: InspectSpec) -> Inputs | Skipped:
 def _prepare(spec: InspectSpec) -> Inputs | Skipped:
     folder, where = find(spec.model)
     if folder is None:  # a batch on a machine without the model (or the extra) skips it
+        how = f"; get it with: {spec.fetch}" if spec.fetch else fetch_hint(spec.model)
         return Skipped(f"model {spec.model!r} is not on this machine (looked in {where}; "
-                       f"sdpa never downloads{fetch_hint(spec.model)})")
+                       f"sdpa never downloads{how})")
     require_extra()
     ckpt = open_checkpoint(folder)
     tok = tokenizer(ckpt)

@@ -54,6 +54,10 @@ class InspectSpec(SpecBase):
                                                  "precision (statistics are float64).")
     require_models: bool = Field(False, description="With --check, a model that is not on "
                                  "this machine fails the check instead of being skipped.")
+    fetch: str | None = Field(None, min_length=1, max_length=400, description="How to get "
+                              "the model, printed when it is not on this machine (default: "
+                              "for a Hugging Face name, the hf download command for the files "
+                              "sdpa reads).")
     se_tolerance: SeTolerance = Field(4.0, gt=0, description="Audit tolerance in standard errors "
                                 "(unused: the statistics are exact for the text given).")
 
