@@ -227,3 +227,18 @@ def test_the_saturated_head_pattern_is_named_from_its_rows():
     sink = np.zeros((6, 6))
     sink[:, 0] = 1.0
     assert "the first token in 100%" in pattern(sink, 1, 0)
+
+
+def test_the_score_histogram_is_numpys_bin_for_bin() -> None:
+    """stats.histogram (searchsorted, no sort) against np.histogram of the clipped scores,
+    with values on, just beside and beyond every edge, on even and uneven edges."""
+    from sdpa_cli.studies.inspect.models.stats import histogram
+
+    rng = np.random.default_rng(7)
+    for edges in (np.linspace(-12.0, 12.0, 49), np.sort(rng.uniform(-20.0, 20.0, 30))):
+        x = np.concatenate([rng.standard_normal(5000) * 8, edges, 1.5 * edges[[0, -1]],
+                            np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf)])
+        want = np.histogram(np.clip(x, edges[0], edges[-1]), bins=edges)[0]
+        got = histogram(x, edges)
+        assert got.dtype == np.int64 and np.array_equal(got, want)
+        assert got.sum() == x.size  # nothing falls outside after clipping
