@@ -111,6 +111,22 @@ def assemble(
     )
 
 
+def skipped(spec: Any, *, study: str, title: str, table: Table, reason: str,
+            checks: Sequence[Check] = ()) -> Result:
+    """The Result of a run that measured nothing (`reason`: why, and how to fix it): no rows,
+    and the spec's claims kept in the count, each untested for that reason."""
+    name = spec.name or study
+    return Result(study=study, name=name, title=spec.title or title, source=spec.source,
+                  description=spec.description, spec=spec.model_dump(mode="json"),
+                  table=table, checks=tuple(checks), skipped=reason,
+                  audit=judge_all(spec.claims, _unmeasured, spec.document, name,
+                                  beyond=spec.beyond, skipped=reason))
+
+
+def _unmeasured(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
+    return None, None  # a skipped run has no rows (judge does not look them up)
+
+
 def divisor_label(s: Scaling, d: float | None) -> str:
     """How a rule divides the scores at d_k = d, as a reader writes it: ÷√512, ÷64,
     unscaled (the formula itself when d is unknown or the rule is cosine)."""

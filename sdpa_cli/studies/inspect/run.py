@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from sdpa_cli.framework.audit import Lookup, find_rows
-from sdpa_cli.framework.claims import judge_all
-from sdpa_cli.framework.common import assemble
+from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
 from sdpa_cli.numerics.blocks import Tick
@@ -250,12 +249,6 @@ def _lookup(rows: Sequence[Row]) -> Lookup:
 
 def _skipped(spec: InspectSpec, why: Skipped) -> Result:
     checks = [Check("model present", False, why.reason)] if spec.require_models else []
-    # its claims stay in the batch's count, untested for this reason (issue 34: a claim only
-    # a model can judge must not vanish from the count on a machine without the model)
-    audit = judge_all(spec.claims, lambda entry, quantity: (None, None), spec.document,
-                      spec.name or "inspect", beyond=spec.beyond, skipped=why.reason)
-    return Result(study="inspect", name=spec.name or "inspect", title=spec.title or
-                  f"Attention in {spec.model}", source=spec.source,
-                  description=spec.description, spec=spec.model_dump(mode="json"),
-                  table=Table("heads", "Per head and rule", HEAD_COLUMNS, ()),
-                  checks=tuple(checks), skipped=why.reason, audit=audit)
+    return skipped(spec, study="inspect", title=f"Attention in {spec.model}",
+                   table=Table("heads", "Per head and rule", HEAD_COLUMNS, ()),
+                   reason=why.reason, checks=checks)
