@@ -21,6 +21,7 @@ import inspect_fixtures as fx
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.studies.inspect.models import llama
 from sdpa_cli.studies.inspect.models.common import softmax_rows, visible
+from sdpa_cli.studies.inspect.models.families import FAMILIES
 from sdpa_cli.studies.inspect.models.headtypes import (
     duplicate_pattern,
     induction_pattern,
@@ -186,7 +187,7 @@ def test_the_weight_only_floor_holds_under_every_measured_row(tmp_path: Path, fa
     read = Weights(ckpt)
     n = 12
     for layer, lo in enumerate(ckpt.family.forward(ckpt.config, read, ids, np.float64)):
-        sp = spectra(layer_maps(ckpt.family.name, ckpt.config, read, layer)["q,k"])
+        sp = spectra(layer_maps(ckpt.table.qk[layer], read)["q,k"])
         mask = visible(n, lo.causal)
         seen = mask.sum(axis=1) if mask is not None else np.full(n, n)
         for rule in (OwnRule(lo.scale), Scaling.parse("none"), Scaling.parse("logn:2")):
@@ -212,7 +213,7 @@ def test_qk_norm_layouts_bound_their_scores(tmp_path: Path):
     def norm(x: np.ndarray, g: np.ndarray) -> np.ndarray:
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
 
-    for kind in ("qwen3", "olmo2", "gemma3"):
+    for kind in ("qwen3", "olmo2", "gemma3_text"):
         t = {"layers.0.input_layernorm.weight": rng.normal(1, 0.3, width),
              "layers.0.self_attn.q_proj.weight": rng.normal(0, 1, (heads * d, width)),
              "layers.0.self_attn.k_proj.weight": rng.normal(0, 1, (kv * d, width))}
@@ -223,8 +224,9 @@ def test_qk_norm_layouts_bound_their_scores(tmp_path: Path):
             del t["layers.0.input_layernorm.weight"]
         config = {"model_type": kind, "hidden_size": width, "num_attention_heads": heads,
                   "num_key_value_heads": kv, "head_dim": d, "num_hidden_layers": 1,
-                  "rope_theta": 100.0}
-        maps = layer_maps("llama", config, t.__getitem__, 0)
+                  "rope_theta": 100.0, "sliding_window": 4}
+        qk = FAMILIES[kind].table(config, 8).qk
+        maps = layer_maps(qk[0], t.__getitem__)
         assert ("pre-norm" in maps) == (not whole)
         one = 1.0 if kind.startswith("gemma") else 0.0
         inv = llama.rope_frequencies(config, d)

@@ -6,7 +6,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from sdpa_cli.studies.inspect.gguf_file import FLOAT_TYPES, GGUFHeader
 from sdpa_cli.studies.inspect.locate import JSON_FAULTS, bad, find, hub_root, model_json
 from sdpa_cli.studies.inspect.models.common import ConfigError
 from sdpa_cli.studies.inspect.models.families import FAMILIES, Family
+from sdpa_cli.studies.inspect.models.tensormap import Mapped, Table
 
 __all__ = ["Checkpoint", "Tensor", "Weights", "bad", "find", "hub_root", "open_checkpoint"]
 
@@ -58,6 +59,7 @@ class Checkpoint:
     tensors: Mapping[str, Tensor]
     files: tuple[Path, ...]
     tokenizer: Path  # tokenizer.json, or the GGUF file whose metadata holds the tokenizer
+    table: Table  # what the forward reads, where each tensor is stored, the q·k bound
     extra: dict[str, Any] = field(default_factory=dict)
     gguf: GGUFHeader | None = None  # set for a GGUF checkpoint
 
@@ -71,7 +73,9 @@ class Checkpoint:
         return self.family.shape(self.config)
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
-        return {name: t.shape for name, t in self.tensors.items()}
+        """Every stored tensor the family reads, by name (what an init reader draws)."""
+        sources = self.table.sources()
+        return {name: t.shape for name, t in self.tensors.items() if name in sources}
 
 
 def open_checkpoint(folder: Path) -> Checkpoint:
@@ -94,8 +98,8 @@ def open_checkpoint(folder: Path) -> Checkpoint:
     if not tokenizer.is_file():
         raise bad("no tokenizer.json: sdpa tokenises with the checkpoint's own tokenizer file",
                   folder)
-    check_tensors(family, config, tensors, folder / "config.json", files[0])
-    return Checkpoint(folder, config, family, tensors, tuple(files), tokenizer)
+    table = check_tensors(family, config, tensors, folder / "config.json", files[0])
+    return Checkpoint(folder, config, family, tensors, tuple(files), tokenizer, table)
 
 
 def _gguf_in(path: Path) -> Path | None:
@@ -114,18 +118,18 @@ def _open_gguf(path: Path) -> Checkpoint:
     header = gguf_file.read_header(path)
     config = gguf_model.config(header)
     family = _family(config, path)
-    arch = str(header.metadata["general.architecture"])
-    tensors = {hf: Tensor(path, t.dtype, t.shape, t.start, t.nbytes, name)
-               for name, t in header.tensors.items()
-               if (hf := gguf_model.hf_name(name, arch)) is not None}
-    check_tensors(family, config, tensors, path, path)
-    return Checkpoint(path, config, family, tensors, (path,), path, gguf=header)
+    names = {g: s.name for g, s in _table(family, config, -1, path).gguf().items()}
+    tensors = {names[name]: Tensor(path, t.dtype, t.shape, t.start, t.nbytes, name)
+               for name, t in header.tensors.items() if name in names}
+    table = check_tensors(family, config, tensors, path, path)
+    return Checkpoint(path, config, family, tensors, (path,), path, table, gguf=header)
 
 
 def check_tensors(family: Family, config: Mapping[str, Any], tensors: Mapping[str, Tensor],
-                  config_file: Path, weights_file: Path) -> None:
-    """Every tensor the forward will read is there, a float, and of the shape the config
-    implies; every config field it uses is valid. One line naming what is wrong."""
+                  config_file: Path, weights_file: Path) -> Table:
+    """Every tensor the family's table names is there (optional ones aside), a float, and of
+    the shape the config implies; every config field the forward uses is valid. One line
+    naming what is wrong. The table, for the forward's reader."""
     emb = tensors.get(family.embedding)
     if emb is None:
         raise bad(f"no tensor {family.embedding!r} (the {family.name} token embedding)",
@@ -133,22 +137,27 @@ def check_tensors(family: Family, config: Mapping[str, Any], tensors: Mapping[st
     if len(emb.shape) != 2:
         raise bad(f"tensor {_named(family.embedding, emb)} has shape {list(emb.shape)}, "
                   "expected [vocabulary, width]", emb.file)
-    try:
-        need, maybe = family.tensors(config, emb.shape[0])
-    except ConfigError as e:
-        raise bad(f"{family.name} config: {e}", config_file, e.field) from None
-    layers = len(_layers(need))
-    for name, want in need.items():
+    table = _table(family, config, emb.shape[0], config_file)
+    sources = table.sources()
+    layers = len(_layers(sources))
+    for name, source in sources.items():
         t = tensors.get(name)
         if t is None:
+            if not source.required:
+                continue
             m = LAYER.search(name)
             where = f" (layer {m[1]} of the config's {layers})" if m else ""
             raise bad(f"no tensor {name!r}{where}: the {family.name} architecture reads it",
                       weights_file)
-        _check_one(name, t, want)
-    for name, want in maybe.items():
-        if name in tensors:
-            _check_one(name, tensors[name], want)
+        _check_one(name, t, source.shape)
+    return table
+
+
+def _table(family: Family, config: Mapping[str, Any], vocab: int, config_file: Path) -> Table:
+    try:
+        return family.table(config, vocab)
+    except ConfigError as e:
+        raise bad(f"{family.name} config: {e}", config_file, e.field) from None
 
 
 LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h)\.(\d+)\.")
@@ -274,8 +283,9 @@ def read_header(path: Path) -> dict[str, Tensor]:
     return out
 
 
-class Weights:
-    """The checkpoint as a Reader: name → array, one tensor at a time, via safetensors.
+class Stored:
+    """The checkpoint as a Reader of its stored (Hugging Face) names: one tensor at a time,
+    via safetensors or the GGUF reader.
 
     BF16 has no NumPy dtype: those tensors are read from the validated offsets as uint16
     and widened to float32 (bf16 is the top half of a float32)."""
@@ -283,7 +293,7 @@ class Weights:
     def __init__(self, ckpt: Checkpoint) -> None:
         self.ckpt = ckpt
         self._open: dict[Path, Any] = {}
-        self._gguf = None if ckpt.gguf is None else gguf_model.GGUFWeights(ckpt.gguf, ckpt.config)
+        self._gguf = None if ckpt.gguf is None else gguf_model.GGUFWeights(ckpt.gguf, ckpt.table)
         self._full = {} if ckpt.gguf is not None else \
             {strip(n): n for f in ckpt.files for n in read_header(f)}
 
@@ -316,6 +326,14 @@ class Weights:
 
     def close(self) -> None:
         self._open.clear()
+
+
+class Weights(Mapped):
+    """The checkpoint as its family's forward reads it (target names, converted as the
+    family's table says); `keep`: targets held once read, for the q·k bound."""
+
+    def __init__(self, ckpt: Checkpoint, keep: Sequence[str] = ()) -> None:
+        super().__init__(ckpt.table, Stored(ckpt), keep)
 
 
 def sizes(ckpt: Checkpoint) -> Iterator[tuple[str, int]]:

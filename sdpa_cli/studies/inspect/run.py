@@ -40,6 +40,7 @@ from sdpa_cli.studies.inspect.measure import Layer, layer_spectra, measure_layer
 from sdpa_cli.studies.inspect.models.common import LayerOut, init_reader, softmax_rows
 from sdpa_cli.studies.inspect.models.qkbound import Spectra
 from sdpa_cli.studies.inspect.models.stats import head_scores as _scores
+from sdpa_cli.studies.inspect.models.tensormap import Mapped
 from sdpa_cli.studies.inspect.rows import (
     FIELDS,
     HEAD_COLUMNS,
@@ -189,8 +190,11 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
     ckpt = got.ckpt
     dtype = np.float64 if spec.dtype == "float64" else np.float32
     std = float(ckpt.config.get("initializer_range", 0.02))
-    weights = Weights(ckpt) if kind == "trained" else None
-    read = weights if weights is not None else init_reader(ckpt.shapes(), std, spec.entropy)
+    qk = ckpt.table.qk
+    # the bound reads the q and k weights the forward has just read, not a second copy
+    held = [name for layer in qk or () for name in layer.names()]
+    read = Weights(ckpt, held) if kind == "trained" else Mapped(
+        ckpt.table, init_reader(ckpt.shapes(), std, spec.entropy), held)
     out: list[HeadRow] = []
     bounds: dict[int, dict[str, Spectra]] = {}  # per layer, computed at the first length
     try:
@@ -202,7 +206,7 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
             layers = ckpt.family.forward(ckpt.config, read, batch, dtype)
             for layer, lo in enumerate(layers):
                 if layer not in bounds:
-                    bounds[layer] = layer_spectra(ckpt.family.name, ckpt.config, read, layer)
+                    bounds[layer] = layer_spectra(qk[layer] if qk else None, read.kept)
 
                 def keep(counts: Any, key: tuple[str, int, int] = (kind, n, layer)) -> None:
                     hist[key] = counts.tolist()
@@ -214,8 +218,7 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
             if tick is not None:
                 tick(0, 1)
     finally:
-        if weights is not None:
-            weights.close()
+        read.close()
     return out
 
 

@@ -56,8 +56,9 @@ def _common(config: Mapping[str, Any], pattern: int) -> dict[str, Any]:
 
 def gemma2_plan(config: Mapping[str, Any]) -> Plan:
     c = _common(config, 2)
-    cap = config.get("attn_logit_softcapping", 50.0)
-    cap = None if cap is None else real(config, "attn_logit_softcapping")
+    # absent: transformers' default; null: no cap
+    cap = (real(config, "attn_logit_softcapping", 50.0)
+           if config.get("attn_logit_softcapping", 50.0) is not None else None)
     root = decoder.sqrt_rule(c["scalar"])
     rule = root if cap is None else f"soft-cap {cap:g} after {root}"
     return llama.base_plan(config, layout=c["layout"], norm_offset=1.0,

@@ -15,7 +15,6 @@ all lie in [−B, B] the entropy is at least H_min(m, B) (min_entropy below, der
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.inspect.models import bert, gpt2, llama
 from sdpa_cli.studies.inspect.models.common import Reader
 from sdpa_cli.studies.inspect.models.stats import OwnRule
+from sdpa_cli.studies.inspect.models.tensormap import QK
 
 F64 = NDArray[np.float64]
 
@@ -240,59 +239,26 @@ def _linear_maps(wq: F64, bq: F64 | None, wk: F64, bk: F64 | None, gain: F64 | N
                   radius, radius, rotary)
 
 
-def bert_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str, QKMaps]:
-    """BERT is Post-LN: layer i's input is the output of the LayerNorm before it (the
-    embeddings' for layer 0)."""
-    _, count, dim = bert.shape(config)
-    norm = ("embeddings.LayerNorm" if layer == 0
-            else f"encoder.layer.{layer - 1}.output.LayerNorm")
-    p = f"encoder.layer.{layer}.attention.self."
-    return {"q,k": _linear_maps(
-        _w(read, p + "query.weight").T, _maybe(read, p + "query.bias"),
-        _w(read, p + "key.weight").T, _maybe(read, p + "key.bias"),
-        _w(read, norm + ".weight"), _w(read, norm + ".bias"), True, count, count, dim, False)}
-
-
-def gpt2_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str, QKMaps]:
-    _, count, dim = gpt2.shape(config)
-    p = f"h.{layer}."
-    w = _w(read, p + "attn.c_attn.weight")  # Conv1D: (in, 3·width)
-    b = _maybe(read, p + "attn.c_attn.bias")
-    width = w.shape[0]
-    bq = None if b is None else b[:width]
-    bk = None if b is None else b[width:2 * width]
-    return {"q,k": _linear_maps(w[:, :width], bq, w[:, width:2 * width], bk,
-                                _w(read, p + "ln_1.weight"), _w(read, p + "ln_1.bias"), True,
-                                count, count, dim, False)}
-
-
-GEMMA = ("gemma", "gemma2", "gemma3", "gemma3_text")  # RMSNorm gains stored as w, used as 1 + w
-
-
-def llama_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str, QKMaps]:
-    """Llama-shaped decoders (llama, mistral, qwen2, qwen3, olmo2, gemma2, gemma3). "q,k":
-    what the dot product sees; "pre-norm" too for a QK-norm model (q_norm/k_norm weights
-    present). A model without a norm before attention (OLMo 2 normalises after it) has no
-    weight-only bound on its pre-norm scores: the residual stream is unbounded."""
-    _, count, kv, dim = llama.shape(config)
-    kind = str(config.get("model_type"))
-    one = 1.0 if kind in GEMMA else 0.0
-    p = f"layers.{layer}."
-    gain = _maybe(read, p + "input_layernorm.weight")
-    wq, wk = _w(read, p + "self_attn.q_proj.weight").T, _w(read, p + "self_attn.k_proj.weight").T
-    bq, bk = _maybe(read, p + "self_attn.q_proj.bias"), _maybe(read, p + "self_attn.k_proj.bias")
+def layer_maps(qk: QK, read: Reader) -> dict[str, QKMaps]:
+    """One layer's maps, as its family's table declares them: "q,k" is what the dot product
+    sees; "pre-norm" the q and k before a QK-norm, when a norm precedes attention (without one,
+    as in OLMo 2, the residual stream is unbounded and so are the pre-norm scores)."""
+    wq, wk = _w(read, f"{qk.q}.weight").T, _w(read, f"{qk.k}.weight").T
+    bq, bk = _maybe(read, f"{qk.q}.bias"), _maybe(read, f"{qk.k}.bias")
     linear = None
-    if gain is not None:
-        linear = _linear_maps(wq, bq, wk, bk, gain + one, None, False, count, kv, dim, True)
-    gq = _maybe(read, p + "self_attn.q_norm.weight")
-    gk = _maybe(read, p + "self_attn.k_norm.weight")
-    if gq is None or gk is None:
-        if linear is None:
-            return {}
+    if qk.norm is not None:
+        gain = _w(read, f"{qk.norm}.weight") + qk.offset
+        shift = _w(read, f"{qk.norm}.bias") if qk.centred else None
+        linear = _linear_maps(wq, bq, wk, bk, gain, shift, qk.centred, qk.heads, qk.kv, qk.dim,
+                              qk.rotary)
+    if qk.qk_norm is None:
+        assert linear is not None  # QK refuses a layer with neither
         return {"q,k": linear}
-    gq, gk = gq + one, gk + one
+    gq = _w(read, f"{qk.q_norm}.weight") + qk.offset
+    gk = _w(read, f"{qk.k_norm}.weight") + qk.offset
+    count, kv, dim = qk.heads, qk.kv, qk.dim
     group = count // kv
-    if gq.size == dim:  # per head (qwen3, gemma3): each head's q has unit RMS over d_k
+    if qk.qk_norm == "head":  # qwen3, gemma3: each head's q has unit RMS over d_k
         a = np.repeat(np.diag(gq)[None], count, axis=0)
         b = np.repeat(np.diag(gk)[None], count, axis=0)
         rq = rk = math.sqrt(dim)
@@ -305,16 +271,3 @@ def llama_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str,
     if linear is not None:
         out["pre-norm"] = linear
     return out
-
-
-MAPS = {"bert": bert_maps, "gpt2": gpt2_maps, "llama": llama_maps}
-
-
-def layer_maps(family: str, config: Mapping[str, Any], read: Reader, layer: int
-               ) -> dict[str, QKMaps]:
-    """The maps of one layer for a family sdpa knows ({} when it has no bound); "q,k" is what
-    the dot product sees, "pre-norm" the q and k before a QK-norm."""
-    try:
-        return MAPS.get(family, llama_maps)(config, read, layer)
-    except KeyError:  # a layout these maps do not know: no bound rather than a wrong one
-        return {}
