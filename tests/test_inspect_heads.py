@@ -114,6 +114,35 @@ def test_offset_norms_equal_the_full_matrix_norm_with_rope_rotating_q_and_k():
             assert got[h, i - j] == pytest.approx(full, rel=1e-10)
 
 
+@pytest.mark.parametrize("rotary", [False, True])
+def test_spectra_are_numpys_svd_norms_with_shared_keys_and_diagonal_maps(rotary: bool):
+    """Under GQA a key head's work is done once for its group, and a QK-norm's diagonal maps
+    take their largest gains: the same norms as numpy's SVD of every head's full matrices."""
+    rng = np.random.default_rng(9)
+    heads, group, d = 6, 3, 8
+    keys = rng.normal(size=(heads // group, 20, d))
+    dense = QKMaps(rng.normal(size=(heads, 20, d)), np.repeat(keys, group, axis=0), 4.0, 4.0,
+                   rotary, group)
+    gains = rng.normal(1, 0.5, (2, heads, d))
+    gains[1] = np.repeat(gains[1, ::group], group, axis=0)
+    diagonal = QKMaps(np.stack([np.diag(g) for g in gains[0]]),
+                      np.stack([np.diag(g) for g in gains[1]]), 4.0, 4.0, rotary, group,
+                      diagonal=True)
+    for maps in (dense, diagonal):
+        sp = spectra(maps)
+        for h in range(heads):
+            a, b = maps.a[h], maps.b[h]
+            assert sp.at_zero[h] == pytest.approx(np.linalg.svd(a @ b.T, compute_uv=False)[0],
+                                                  rel=1e-13)
+            top = (np.linalg.svd(a, compute_uv=False)[0] * np.linalg.svd(b, compute_uv=False)[0]
+                   if rotary else sp.at_zero[h])
+            assert sp.bound[h] == pytest.approx(top, rel=1e-13)
+    # the key heads' work done once per group changes no bit
+    alone = spectra(dataclasses.replace(dense, group=1))
+    np.testing.assert_array_equal(spectra(dense).bound, alone.bound)
+    np.testing.assert_array_equal(spectra(dense).at_zero, alone.at_zero)
+
+
 def test_every_score_lies_inside_the_bound_and_the_bound_is_reached():
     rng = np.random.default_rng(2)
     maps = _rope_maps(rng)

@@ -107,7 +107,7 @@ def table(plan: Plan, vocab: int, permuted: bool = False) -> Table:
         bounds.append(QK(f"{p}self_attn.q_proj", f"{p}self_attn.k_proj", h, kv, d,
                          f"{p}input_layernorm" if "input_layernorm" in norms else None,
                          offset=off, qk_norm=plan.qk_norm, q_norm=f"{p}self_attn.q_norm",
-                         k_norm=f"{p}self_attn.k_norm", rotary=True))
+                         k_norm=f"{p}self_attn.k_norm", rotary=True, biases=plan.biases))
     out.append(same("norm.weight", (w,), "output_norm.weight", offset=off))
     return Table(tuple(out), "embed_tokens.weight", tuple(bounds))
 

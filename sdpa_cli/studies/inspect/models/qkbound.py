@@ -33,13 +33,17 @@ F64 = NDArray[np.float64]
 class QKMaps:
     """One layer's queries and keys as maps of bounded inputs, one per query head:
     q_h = u·a[h] with ‖u‖ ≤ radius_q and k_h = v·b[h] with ‖v‖ ≤ radius_k (under GQA b[h]
-    is the shared key head's), then rotated by position when `rotary` (RoPE)."""
+    is the shared key head's: b[h] = b[group·(h // group)]), then rotated by position when
+    `rotary` (RoPE). diagonal: every a[h] and b[h] is a d_k × d_k diagonal (a QK-norm's gains),
+    whose norms are the largest gains."""
 
     a: F64  # (heads, inputs, d_k)
     b: F64  # (heads, inputs, d_k)
     radius_q: float
     radius_k: float
     rotary: bool = False
+    group: int = 1
+    diagonal: bool = False
 
 
 def _rotated(x: F64, inv: F64, offsets: F64) -> F64:
@@ -56,10 +60,10 @@ def _rotated(x: F64, inv: F64, offsets: F64) -> F64:
 
 def _factors(maps: QKMaps) -> tuple[F64, F64]:
     """Each map's (heads, ≤ d_k, d_k) triangular QR factor: a = Q·ra with Q orthonormal, so
-    ‖a·M·bᵀ‖₂ = ‖ra·M·rbᵀ‖₂ for any M, whatever the model's width."""
+    ‖a·M·bᵀ‖₂ = ‖ra·M·rbᵀ‖₂ for any M, whatever the model's width. b's once per key head."""
     ra = np.asarray(np.linalg.qr(maps.a, mode="r"), dtype=np.float64)
-    rb = np.asarray(np.linalg.qr(maps.b, mode="r"), dtype=np.float64)
-    return ra, rb
+    rb = np.asarray(np.linalg.qr(maps.b[::maps.group], mode="r"), dtype=np.float64)
+    return ra, np.repeat(rb, maps.group, axis=0)
 
 
 def offset_norms(maps: QKMaps, inv: F64 | None, offsets: NDArray[Any],
@@ -94,13 +98,20 @@ def spectra(maps: QKMaps) -> Spectra:
     per head and offset (offset_norms: 0.3 s a layer for SmolLM2 at n = 128, more than its
     forward); ‖a‖₂·‖b‖₂ bounds it at every offset for two SVDs per head (on SmolLM2 about
     twice the exact largest over 128 offsets: still a bound, looser). So the bound needs no
-    RoPE frequencies, only whether q and k are rotated."""
+    RoPE frequencies, only whether q and k are rotated. Diagonal maps need no factorisation:
+    ‖diag(g)‖₂ = max |g| and ‖diag(g)·diag(h)‖₂ = max |g·h|."""
+    if maps.diagonal:
+        ga = np.abs(np.diagonal(maps.a, axis1=1, axis2=2))
+        gb = np.abs(np.diagonal(maps.b, axis1=1, axis2=2))
+        zero: F64 = (ga * gb).max(axis=1)
+        top: F64 = ga.max(axis=1) * gb.max(axis=1)
+        return Spectra(zero, top if maps.rotary else zero, maps.radius_q, maps.radius_k)
     ra, rb = _factors(maps)
     zero = offset_norms(maps, None, np.zeros(1), (ra, rb))[:, 0]
     if not maps.rotary:
         return Spectra(zero, zero, maps.radius_q, maps.radius_k)
-    product = (np.linalg.svd(ra, compute_uv=False)[:, 0]
-               * np.linalg.svd(rb, compute_uv=False)[:, 0])
+    norm_b = np.repeat(np.linalg.svd(rb[::maps.group], compute_uv=False)[:, 0], maps.group)
+    product = np.linalg.svd(ra, compute_uv=False)[:, 0] * norm_b
     return Spectra(zero, np.asarray(product, dtype=np.float64), maps.radius_q, maps.radius_k)
 
 
@@ -236,7 +247,7 @@ def _linear_maps(wq: F64, bq: F64 | None, wk: F64, bk: F64 | None, gain: F64 | N
     radius = math.sqrt(width + (1 if (aug_q or aug_k) else 0))
     group = count // kv
     return QKMaps(_heads(a, count, dim), np.repeat(_heads(b, kv, dim), group, axis=0),
-                  radius, radius, rotary)
+                  radius, radius, rotary, group)
 
 
 def layer_maps(qk: QK, read: Reader) -> dict[str, QKMaps]:
@@ -244,7 +255,8 @@ def layer_maps(qk: QK, read: Reader) -> dict[str, QKMaps]:
     sees; "pre-norm" the q and k before a QK-norm, when a norm precedes attention (without one,
     as in OLMo 2, the residual stream is unbounded and so are the pre-norm scores)."""
     wq, wk = _w(read, f"{qk.q}.weight").T, _w(read, f"{qk.k}.weight").T
-    bq, bk = _maybe(read, f"{qk.q}.bias"), _maybe(read, f"{qk.k}.bias")
+    bq = _maybe(read, f"{qk.q}.bias") if qk.biases else None
+    bk = _maybe(read, f"{qk.k}.bias") if qk.biases else None
     linear = None
     if qk.norm is not None:
         gain = _w(read, f"{qk.norm}.weight") + qk.offset
@@ -267,7 +279,7 @@ def layer_maps(qk: QK, read: Reader) -> dict[str, QKMaps]:
         b = np.stack([np.diag(gk[(h // group) * dim:(h // group + 1) * dim])
                       for h in range(count)])
         rq, rk = math.sqrt(count * dim), math.sqrt(kv * dim)
-    out = {"q,k": QKMaps(a, b, rq, rk, True)}
+    out = {"q,k": QKMaps(a, b, rq, rk, True, group, diagonal=True)}
     if linear is not None:
         out["pre-norm"] = linear
     return out

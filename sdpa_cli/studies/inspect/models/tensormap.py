@@ -48,7 +48,8 @@ class Target:
 class QK:
     """How one layer's q·k is bounded from its weights alone (models/qkbound.py).
 
-    q, k: the targets' prefix ("{q}.weight" (out, in), an optional "{q}.bias"); norm: the
+    q, k: the targets' prefix ("{q}.weight" (out, in), and "{q}.bias" when `biases`: read
+    if the checkpoint has it); norm: the
     prefix of the norm whose output both read (None: none, only a QK-norm bounds them);
     centred: that norm is a LayerNorm with a shift "{norm}.bias" (else an RMSNorm); offset:
     gains used as offset + w (Gemma); qk_norm: "head" (each head's q and k), "proj" (the whole
@@ -66,6 +67,7 @@ class QK:
     q_norm: str = ""
     k_norm: str = ""
     rotary: bool = False
+    biases: bool = True
 
     def __post_init__(self) -> None:
         if self.norm is None and self.qk_norm is None:
@@ -74,7 +76,9 @@ class QK:
 
     def names(self) -> tuple[str, ...]:
         """Every target the bound reads (optional biases included)."""
-        out = [f"{self.q}.weight", f"{self.q}.bias", f"{self.k}.weight", f"{self.k}.bias"]
+        out = [f"{self.q}.weight", f"{self.k}.weight"]
+        if self.biases:
+            out += [f"{self.q}.bias", f"{self.k}.bias"]
         if self.norm is not None:
             out += [f"{self.norm}.weight"] + ([f"{self.norm}.bias"] if self.centred else [])
         if self.qk_norm is not None:
