@@ -3,7 +3,7 @@ GGUF, with transformers (eager attention); run in the torch venv by tests/test_i
 
 Usage: python inspect_torch_families.py OUT [NAME=FILE.gguf ...]
 
-Writes tiny random qwen3, olmo2, gemma2, gemma3 and mistral checkpoints (float32,
+Writes tiny random qwen3, olmo2, gemma2, gemma3, mistral and phi3 checkpoints (float32,
 safetensors) to OUT/<name>/, the same weights as GGUF files written with the `gguf` package
 under llama.cpp's names and conventions (OUT/<name>-gguf/model.gguf: Llama's q/k rows
 permuted, Gemma's norms stored as 1 + w), and a Llama GGUF quantised to Q8_0 that transformers
@@ -56,6 +56,10 @@ def configs() -> dict[str, tuple[type, object]]:
         "mistral": (tf.MistralModel, tf.MistralConfig(**COMMON, sliding_window=8,
                                                       rope_theta=500.0)),
         "llama": (tf.LlamaModel, tf.LlamaConfig(**COMMON, rope_theta=500.0)),
+        # fused qkv_proj and gate_up_proj, a window on every layer
+        "phi3": (tf.Phi3Model, tf.Phi3Config(**COMMON, rope_theta=500.0, sliding_window=8,
+                                             pad_token_id=None, eos_token_id=None,
+                                             bos_token_id=None)),
     }
 
 

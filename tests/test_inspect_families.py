@@ -91,7 +91,7 @@ def _worst(model: Path, ref: Path, ids: np.ndarray) -> dict[str, float]:
 
 @pytest.mark.parametrize(("name", "fmt"), [
     ("qwen3", "safetensors"), ("olmo2", "safetensors"), ("gemma2", "safetensors"),
-    ("gemma3", "safetensors"), ("mistral", "safetensors"),
+    ("gemma3", "safetensors"), ("mistral", "safetensors"), ("phi3", "safetensors"),
     ("qwen3", "gguf"), ("olmo2", "gguf"), ("gemma2g", "gguf"), ("gemma3g", "gguf"),
     ("mistral", "gguf")])
 def test_tiny_families_match_transformers(refs, name: str, fmt: str) -> None:

@@ -17,6 +17,7 @@ from sdpa_cli.studies.inspect.models import (
     llama,
     lnstack,
     olmo2,
+    phi3,
     qwen3,
 )
 from sdpa_cli.studies.inspect.models.common import LayerOut, Reader
@@ -50,10 +51,11 @@ def _mha(shape: Callable[[Config], tuple[int, int, int]]
     return four
 
 
-def _stacked(stack: Callable[[Config], lnstack.Stack]) -> Forward:
+def _run(make: Callable[[Config], Any], engine: Callable[..., Iterator[LayerOut]]) -> Forward:
+    """The forward of a family whose module reads a config into what a shared engine runs."""
     def forward(config: Config, read: Reader, ids: NDArray[np.integer[Any]],
                 dtype: type = np.float32) -> Iterator[LayerOut]:
-        return lnstack.forward(stack(config), read, ids, dtype)
+        return engine(make(config), read, ids, dtype)
 
     return forward
 
@@ -71,10 +73,12 @@ def _rope(name: str, forward: Forward, table: Callable[[Config, int], Table]) ->
                   "embed_tokens.weight", table)
 
 
-_BERT = Family("bert", _stacked(bert.stack), _mha(bert.shape), ("max_position_embeddings",), False,
-               "embeddings.word_embeddings.weight", bert.table)
-_GPT2 = Family("gpt2", _stacked(gpt2.stack), _mha(gpt2.shape), ("n_positions", "n_ctx",
-               "max_position_embeddings"), True, "wte.weight", gpt2.table)
+_BERT = Family("bert", _run(bert.stack, lnstack.forward), _mha(bert.shape),
+               ("max_position_embeddings",), False, "embeddings.word_embeddings.weight",
+               bert.table)
+_GPT2 = Family("gpt2", _run(gpt2.stack, lnstack.forward), _mha(gpt2.shape),
+               ("n_positions", "n_ctx", "max_position_embeddings"), True, "wte.weight",
+               gpt2.table)
 # llama.cpp stores Llama's and Mistral's q and k rows interleaved, Qwen2's as transformers does
 _LLAMA = _rope("llama", llama.forward, _decoder(llama.plan, permuted=True))
 
@@ -85,4 +89,5 @@ FAMILIES: dict[str, Family] = {
     "olmo2": _rope("olmo2", olmo2.forward, _decoder(olmo2.plan)),
     "gemma2": _rope("gemma2", gemma.gemma2_forward, _decoder(gemma.gemma2_plan)),
     "gemma3_text": _rope("gemma3", gemma.gemma3_forward, _decoder(gemma.gemma3_plan)),
+    "phi3": _rope("phi3", _run(phi3.plan, decoder.forward), phi3.table),
 }
