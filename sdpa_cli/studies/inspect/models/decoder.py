@@ -1,8 +1,9 @@
 """One RoPE decoder forward for every family that differs only in norms, QK-norm, caps and windows.
 
-A family module (llama, qwen3, olmo2, gemma) reads its config into a Plan, checking every
-field it uses; the Plan names every tensor the forward will read and its shape, so a loader
-can check a checkpoint against it before anything is loaded; `forward` then runs the Plan.
+A family module (llama, qwen3, olmo2, gemma, phi3) reads its config into a Plan, checking
+every field it uses; `table` declares from the Plan every tensor the forward will read, its
+shape and its GGUF name, so a loader can check a checkpoint before anything is loaded;
+`forward` then runs the Plan.
 """
 
 from __future__ import annotations
