@@ -12,6 +12,8 @@ import inspect_fixtures as fx
 import numpy as np
 
 Change = Callable[[np.ndarray], np.ndarray]
+# K-quant blocks of 256 values: (bytes, where the f16 scale d lies)
+ZERO_BLOCKS = {"Q4_K": (144, 0), "Q5_K": (176, 0), "Q6_K": (210, 208)}
 WIDTH, HEADS, KV, HEAD_DIM, LAYERS, FFN = 16, 4, 2, 6, 2, 24
 
 
@@ -132,11 +134,19 @@ def gguf(path: Path, *, meta: dict[str, Any] | None = None,
     for name, a in t.items():
         a = np.ascontiguousarray(a, dtype=np.float32)
         kind = (quant or {}).get(name)
-        if kind is not None:
+        if kind in ZERO_BLOCKS:  # no quantiser in gguf-py: blocks of zeros, scale 1
+            q = g.GGMLQuantizationType[kind]
+            size, scale_at = ZERO_BLOCKS[kind]
+            block = bytearray(size)
+            block[scale_at:scale_at + 2] = struct.pack("<e", 1.0)
+            raw = np.frombuffer(bytes(block) * (a.size // 256), dtype=np.uint8)
+            w.add_tensor(name, raw.reshape(a.shape[0], -1), raw_dtype=q)
+        elif kind is not None:
             q = g.GGMLQuantizationType[kind]
             w.add_tensor(name, g.quants.quantize(a, q), raw_dtype=q)
         elif name in f16:
-            w.add_tensor(name, a.astype(np.float16))
+            with np.errstate(over="ignore"):  # a value past F16's range is stored as inf
+                w.add_tensor(name, a.astype(np.float16))
         else:
             w.add_tensor(name, a)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,11 +9,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import numpy as np
 
 from sdpa_cli.errors import InputError, Problem, SdpaError, whole
 
 T = TypeVar("T")
+A = TypeVar("A", bound="np.ndarray[Any, Any]")
 PANIC = b"panicked at"
 
 
@@ -76,3 +79,22 @@ def guarded(path: Path | str, call: Callable[[], T],
         how = " (it panicked)" if is_panic(e) else ""
         raise InputError(Problem(f"{library} failed on it{how}: {whole(first, 160)}",
                                  file=str(path))) from None
+
+
+def finite(values: A, path: Path | str, name: str, rows: Any = None) -> A:
+    """`values` as read from tensor `name` of `path`, refused (one line naming the tensor and
+    the first row at fault) when any is NaN or ±inf: NaN would end the forward in an SVD
+    that does not converge. Two reductions, no copy (NaN propagates through min and max).
+    `rows`: the row ids `values` holds, when only some rows were read."""
+    if values.size == 0:
+        return values
+    lo, hi = values.min(), values.max()
+    if np.isfinite(lo) and np.isfinite(hi):
+        return values
+    flat = np.asarray(values).reshape(values.shape[0] if values.ndim else 1, -1)
+    at = int(np.flatnonzero(~np.isfinite(flat).all(axis=1))[0])
+    row = int(np.asarray(rows).reshape(-1)[at]) if rows is not None else at
+    where = f" (row {row})" if values.ndim > 1 else ""
+    what = "NaN" if np.isnan(flat[at]).any() else "±inf"
+    raise InputError(Problem(f"tensor {name!r} holds {what}{where}; sdpa measures finite "
+                             "weights only", file=str(path)))

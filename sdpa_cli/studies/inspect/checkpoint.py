@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from sdpa_cli.io.jsonio import JsonError, load_json
 from sdpa_cli.studies.inspect import gguf_file, gguf_model
+from sdpa_cli.studies.inspect.boundary import finite, guarded
 from sdpa_cli.studies.inspect.gguf_file import FLOAT_TYPES, GGUFHeader
 from sdpa_cli.studies.inspect.locate import JSON_FAULTS, bad, find, hub_root, model_json
 from sdpa_cli.studies.inspect.models.common import ConfigError
@@ -293,13 +294,17 @@ class Weights:
         t = self.ckpt.tensors[name]  # KeyError: absent tensor (optional biases)
         if t.dtype == "BF16":
             raw = np.fromfile(t.file, dtype="<u2", count=t.nbytes // 2, offset=t.start)
-            return (raw.astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
+            wide = (raw.astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
+            return finite(wide, t.file, name)
         if t.file not in self._open:
             from safetensors import safe_open
 
-            self._open[t.file] = safe_open(str(t.file), framework="numpy")
-        out: NDArray[Any] = self._open[t.file].get_tensor(self._full[name])
-        return out
+            self._open[t.file] = guarded(t.file, lambda: safe_open(str(t.file),
+                                                                   framework="numpy"),
+                                         "the safetensors library")
+        out: NDArray[Any] = guarded(t.file, lambda: self._open[t.file].get_tensor(
+            self._full[name]), "the safetensors library")
+        return finite(out, t.file, name)
 
     def rows(self, name: str, ids: NDArray[Any]) -> NDArray[Any]:
         """Embedding rows `ids` → ids.shape + (width,), read from their bytes only."""
@@ -311,8 +316,9 @@ class Weights:
         picked = np.array(mapped[np.asarray(ids)])
         del mapped
         if t.dtype == "BF16":
-            return (picked.astype(np.uint32) << 16).view(np.float32)
-        return picked
+            picked = (picked.astype(np.uint32) << 16).view(np.float32)
+        return finite(picked.reshape(-1, t.shape[1]), t.file, name,
+                      np.asarray(ids)).reshape(picked.shape)
 
     def close(self) -> None:
         self._open.clear()
