@@ -289,3 +289,45 @@ def test_a_megabyte_vocabulary_of_nested_prefixes_is_refused_at_once(workdir: Pa
     assert "nest as prefixes of one another" in done.stderr
     assert int(done.stdout) < 400 * 1024  # kB: the file and Python, never the merges
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime < 60
+
+
+# ---- a safetensors checkpoint's tokenizer.json: the same reader, the same rules ------------
+
+def _tokenizer_json(change) -> Any:
+    """The tiny Llama folder ./m, its tokenizer.json changed by `change` (the parsed JSON)."""
+    def make(w: Path) -> None:
+        folder = fx.llama(w / "m")
+        fx.write_tokenizer(folder, "llama")
+        doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        change(doc)
+        (folder / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
+        (w / "t.txt").write_text(fx.text(400), encoding="utf-8")
+    return make
+
+
+def _template_b(doc: dict) -> None:
+    doc["post_processor"]["single"] = [{"Sequence": {"id": "B", "type_id": 0}},
+                                       {"Sequence": {"id": "A", "type_id": 0}}]
+
+
+JSON_ARGV = ["inspect", "m", "--text", "t.txt", "--seq-len", "8", "--sequences", "2",
+             "--out", "o"]
+TOKENIZER_JSON = [
+    Bad("json-sparse-id-past-rows", JSON_ARGV, "the tokenizer's token ids reach 1000 but the "
+        "embedding has only 44 rows", make=_tokenizer_json(
+            lambda d: d["model"]["vocab"].update(w5=1000)), where="m/tokenizer.json: "),
+    Bad("json-special-id-past-rows", JSON_ARGV, "the tokenizer's token ids reach 500 but the "
+        "embedding has only 44 rows", make=_tokenizer_json(
+            lambda d: d["post_processor"]["special_tokens"]["<s>"].update(ids=[500])),
+        where="m/tokenizer.json: "),
+    Bad("json-template-panics", JSON_ARGV, "failed on it (it panicked)",
+        make=_tokenizer_json(_template_b), where="m/tokenizer.json: "),
+    Bad("json-unknown-model", JSON_ARGV, "the tokenizers library (reading tokenizer.json) "
+        "failed on it", make=_tokenizer_json(lambda d: d["model"].update(type="Word9")),
+        where="m/tokenizer.json: "),
+]
+
+
+@pytest.mark.parametrize("case", TOKENIZER_JSON, ids=lambda b: b.id)
+def test_hostile_tokenizer_json_is_one_line(sdpa, workdir: Path, case: Bad):
+    check(sdpa, workdir, case)

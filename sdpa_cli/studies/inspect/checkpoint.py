@@ -18,7 +18,14 @@ from sdpa_cli.io.jsonio import JsonError, load_json
 from sdpa_cli.studies.inspect import gguf_file, gguf_model
 from sdpa_cli.studies.inspect.boundary import finite, guarded
 from sdpa_cli.studies.inspect.gguf_file import FLOAT_TYPES, GGUFHeader
-from sdpa_cli.studies.inspect.locate import JSON_FAULTS, bad, find, hub_root, model_json
+from sdpa_cli.studies.inspect.locate import (
+    JSON_FAULTS,
+    bad,
+    find,
+    hub_root,
+    kind_of,
+    model_json,
+)
 from sdpa_cli.studies.inspect.models.common import ConfigError
 from sdpa_cli.studies.inspect.models.families import FAMILIES, Family
 
@@ -187,6 +194,8 @@ MAX_CONFIG = 16 * 1024**2
 
 def _config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
+    if os.path.lexists(path) and not path.is_file():
+        raise bad(f"config.json is {kind_of(path)}, not a regular file", path)
     if not path.is_file():
         raise bad("no config.json: a Hugging Face model folder holds config.json, "
                   "model.safetensors and tokenizer.json", folder)
@@ -218,14 +227,22 @@ def _weight_files(folder: Path) -> list[Path]:
             names = sorted(set(doc["weight_map"].values()))
         except (KeyError, TypeError, AttributeError) as e:
             raise bad(f"not a shard index (JSON with a weight_map): {e}", index) from None
+        if not names:
+            raise bad("its weight_map names no shard", index, "weight_map")
         for name in names:
             if not isinstance(name, str) or Path(name).name != name or \
                     not (folder / name).is_file():
-                raise bad(f"names shard {name!r}, which is not in {folder}", index, "weight_map")
+                what = kind_of(folder / name) if isinstance(name, str) and \
+                    Path(name).name == name and os.path.lexists(folder / name) else ""
+                raise bad(f"names shard {name!r}, which is " + (
+                    f"{what}, not a regular file" if what else f"not in {folder}"), index,
+                    "weight_map")
         return [folder / n for n in names]
     single = folder / "model.safetensors"
     if single.is_file():
         return [single]
+    if os.path.lexists(single):
+        raise bad(f"model.safetensors is {kind_of(single)}, not a regular file", single)
     pickles = sorted({p.name for pat in PICKLES for p in folder.glob(pat)})
     if pickles:
         raise bad(f"only pickled weights ({', '.join(pickles)}); sdpa never unpickles: "

@@ -132,11 +132,20 @@ def _open_text(path: Path) -> int:
     return fd
 
 
+def _read(fd: int, count: int, path: Path) -> bytes:
+    """os.read, its failure (EIO from /proc/self/mem) said as the text's."""
+    try:
+        return os.read(fd, count)
+    except OSError as e:
+        raise InputError(Problem(f"cannot read the text: {e.strerror or e}", file=str(path),
+                                 field="text")) from None
+
+
 def read_text(path: Path, limit: int = MAX_TEXT) -> str:
     """A regular file's first `limit` bytes as UTF-8 (a character cut at the bound dropped)."""
     fd = _open_text(path)
     try:
-        data = os.read(fd, limit)
+        data = _read(fd, limit, path)
     finally:
         os.close(fd)
     return _decode(data, path, final=len(data) < limit)
@@ -177,7 +186,7 @@ def _file_tokens(tok: Tokenizer, path: Path, need: int) -> list[int]:
         while True:
             want = min(size, MAX_TEXT)
             while len(data) < want:
-                block = os.read(fd, want - len(data))
+                block = _read(fd, want - len(data), path)
                 if not block:
                     break
                 data += block
