@@ -436,7 +436,7 @@ def test_junit_xml_to_a_fifo_nobody_reads_fails_without_blocking(sdpa, workdir: 
 
 
 def test_junit_xml_through_a_symlink_keeps_the_link(sdpa, workdir: Path):
-    (workdir / "real.xml").write_text("old", encoding="utf-8")
+    (workdir / "real.xml").write_text("", encoding="utf-8")  # empty: nothing of the user's
     (workdir / "link.xml").symlink_to("real.xml")
     r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
              "--junit-xml", "link.xml")
