@@ -219,6 +219,7 @@ def test_odd_but_valid_tokenizer_runs(sdpa, workdir: Path, case: str):
         assert first[-1] == tokenizer.get(EOS)
 
 
+@pytest.mark.slow  # a process of its own (about 2 s); json-template-panics is the quick one
 def test_a_rust_panic_is_one_line_on_stderr(workdir: Path):
     """In a process of its own, so the panic's own report on stderr (Rust writes it there,
     past Python's sys.stderr) is seen: a merge whose result is not a token panics inside
@@ -247,6 +248,7 @@ except InputError as e:
 """
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_panic_inside_tokenizers_is_one_line_naming_the_file(workdir: Path):
     """A panic sdpa does not foresee (one forced in a post-processor built by hand) is caught
     at the boundary, its Rust report (several lines on file descriptor 2) kept off stderr,
