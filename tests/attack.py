@@ -1,5 +1,4 @@
-"""The runner the bad-input corpora share: a case is refused with exit 2 and one clean line
-that says what is wrong, nothing printed on stdout, nothing written, nothing lost."""
+"""The runner every bad-input corpus shares: exit 2, one clean line, nothing written or lost."""
 
 from __future__ import annotations
 

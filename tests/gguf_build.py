@@ -1,5 +1,4 @@
-"""Tiny GGUF files for the attack corpora, written with the gguf package: any metadata value of
-any GGUF type, either tokenizer kind, and tensors changed, quantised or patched byte by byte."""
+"""Tiny GGUF files for the attack corpora: any metadata of any type, tensors changed or patched."""
 
 from __future__ import annotations
 

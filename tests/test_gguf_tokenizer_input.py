@@ -1,7 +1,4 @@
-"""Attacks on the tokenizer a GGUF file describes: every tokenizer.ggml.* key of the wrong type,
-out of range or naming what is not there is refused with one line naming the file and the key
-(exit 2, nothing written); odd but valid vocabularies (a BOS spelled `$B`, tokens nested as
-prefixes of one another, one token of 300,000 characters) run, in bounded time and memory."""
+"""Attacks on the tokenizer a GGUF file (or a tokenizer.json) describes, and odd valid ones."""
 
 from __future__ import annotations
 
@@ -271,11 +268,11 @@ def test_one_token_of_300000_characters_is_quick(sdpa, workdir: Path):
     t = time.process_time()
     got = sdpa(*ARGV, "--no-plots", "-q")
     assert got.code == 0, got.err
-    assert time.process_time() - t < 10  # was 31-47 s
+    assert time.process_time() - t < 10  # the splits of that token would cost tens of seconds
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [2100, 2600])  # 2.2 MB (was 3.0 GB, 19 s), 3.4 MB (Rust abort)
+@pytest.mark.parametrize("n", [2100, 2600])  # files of 2.2 and 3.4 MB: merges of GBs
 def test_a_megabyte_vocabulary_of_nested_prefixes_is_refused_at_once(workdir: Path, n: int):
     import resource
 

@@ -1,7 +1,4 @@
-"""Attacks on the weights and the model metadata of a GGUF file (and a safetensors checkpoint's
-weights): NaN or ±inf in a tensor or a quantised block's scale, and every metadata key of the
-wrong type or out of range, refused with one line naming the file and the tensor or key (exit
-2, nothing written) before an SVD or a forward can fail on them."""
+"""Attacks on a GGUF file's weights and model metadata, and on safetensors weights."""
 
 from __future__ import annotations
 

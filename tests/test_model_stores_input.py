@@ -1,6 +1,4 @@
-"""Attacks on where a model is found: the Ollama store, a Hugging Face cache or model folder,
-and a model path that is a FIFO, a device or a dangling link. Each is refused at once with one
-line saying what the path is (never waited on, never "not found"); exit 2, nothing written."""
+"""Attacks on where a model is found: the Ollama store, model folders, the model path."""
 
 from __future__ import annotations
 

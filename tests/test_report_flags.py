@@ -1,7 +1,4 @@
-"""Flags that name where sdpa writes: --junit-xml and --codequality never overwrite a file sdpa
-did not write (the spec being run, a README, another tool's report), --out to a place that can
-hold no files is bad input naming --out, and the worked example's scaling arithmetic refuses
-variances float64 cannot divide. Exit 2, one line naming the flag or field, nothing changed."""
+"""Flags that name where sdpa writes: --junit-xml, --codequality, --out; worked variances."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Calls into the Rust-backed model libraries (tokenizers, safetensors), guarded: their own
-exception types and their panics become one line naming the file (InputError, exit 2)."""
+"""Calls into tokenizers, safetensors and gguf guarded, and weights checked finite, at the read."""
 
 from __future__ import annotations
 
