@@ -100,7 +100,8 @@ def _gguf_tokenizer(folder: Path, kind: str):
 def test_a_text_without_whitespace_is_tokenised_only_as_far_as_needed(tmp_path: Path, shape,
                                                                       kind):
     """3 MB with no whitespace (or none after its first word): a window of a few tens of kB is
-    tokenised, not the 3 MB (about 200 bytes of memory per character of one word), and its tokens are the text's."""
+    tokenised, not the 3 MB (about 200 bytes of memory per character of one word), and its
+    tokens are the text's."""
     tok = _gguf_tokenizer(tmp_path, kind)
     run = {"one-line": "w1w2w3w17w5" * 300_000, "a-word-then-one-line": "w3 " + "w12w4" *
            600_000, "one-char-repeated": "w" * 3_000_000}[shape]
