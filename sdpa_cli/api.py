@@ -131,7 +131,10 @@ class Result:
             check_replaceable(target, "save")  # the same check as --out: nothing of the
         except InputError as e:                 # user's is replaced or deleted
             raise SpecError(e.problems) from None
-        preflight(target)
+        try:
+            preflight(target, "save")
+        except InputError as e:
+            raise SpecError(e.problems) from None
         return write_run(self._result, settings, target=target, started=time.time(),
                          argv=["python", "-c", f"sdpa_cli.api.{self._study.name}(...)"],
                          input_spec=self.spec.input_record(),

@@ -352,7 +352,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
         if not given:
             continue
         target = Path(os.path.realpath(given))  # where a link leads is where it is written
-        why = path_problem(Path(given)) or report_path_problem(Path(given))
+        why = path_problem(Path(given)) or report_path_problem(Path(given), flag)
         if not why and run_folder is not None and target.parent in (
                 run_folder.absolute(), Path(os.path.realpath(run_folder))):
             why = f"{run_folder} is the run folder this command writes; write the report " \

@@ -69,9 +69,10 @@ def target_for(name: str, settings: Settings) -> Path:
     return target
 
 
-def ready(target: Path) -> None:
-    """Probe that the run folder's parent is writable before the study runs (exit 1)."""
-    preflight(target)
+def ready(target: Path, flag: str | None = None) -> None:
+    """Probe that the run folder's parent is writable before the study runs: a path that
+    can hold no files is bad input naming `flag` (exit 2), a full or read-only disk exit 1."""
+    preflight(target, flag)
 
 
 def _write(path: Path, text: str) -> Path:

@@ -195,7 +195,8 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
     Outcomes are appended to `into` as they come, so a caller still has them when the batch
     ends early on an error (a lost scheduler)."""
     for p in planned[:1] if settings.write else ():
-        report.ready(p.target)  # one probe of the batch folder, before any work
+        report.ready(p.target, "output folder" if settings.root == Path("outputs")
+                     else "--out")  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv
     tally = Report(check=settings.check)
     outcomes: list[Outcome] = into if into is not None else []

@@ -44,7 +44,7 @@ def run_study(
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
     if settings.write:
-        report.ready(target)
+        report.ready(target, "--out" if settings.out is not None else "output folder")
     with executors.session(settings) as settings, _progress(study, resolved, settings) as bar:
         if bar.live:  # a terminal watches: the blocks bar, gone before the table prints
             settings = dataclasses.replace(settings, tick=bar.tick)

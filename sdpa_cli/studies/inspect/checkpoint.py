@@ -16,8 +16,16 @@ from numpy.typing import NDArray
 
 from sdpa_cli.io.jsonio import JsonError, load_json
 from sdpa_cli.studies.inspect import gguf_file, gguf_model
+from sdpa_cli.studies.inspect.boundary import finite, guarded
 from sdpa_cli.studies.inspect.gguf_file import FLOAT_TYPES, GGUFHeader
-from sdpa_cli.studies.inspect.locate import JSON_FAULTS, bad, find, hub_root, model_json
+from sdpa_cli.studies.inspect.locate import (
+    JSON_FAULTS,
+    bad,
+    find,
+    hub_root,
+    kind_of,
+    model_json,
+)
 from sdpa_cli.studies.inspect.models.common import ConfigError
 from sdpa_cli.studies.inspect.models.families import FAMILIES, Family
 from sdpa_cli.studies.inspect.models.tensormap import Mapped, Table
@@ -195,6 +203,8 @@ MAX_CONFIG = 16 * 1024**2
 
 def _config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
+    if os.path.lexists(path) and not path.is_file():
+        raise bad(f"config.json is {kind_of(path)}, not a regular file", path)
     if not path.is_file():
         raise bad("no config.json: a Hugging Face model folder holds config.json, "
                   "model.safetensors and tokenizer.json", folder)
@@ -226,14 +236,22 @@ def _weight_files(folder: Path) -> list[Path]:
             names = sorted(set(doc["weight_map"].values()))
         except (KeyError, TypeError, AttributeError) as e:
             raise bad(f"not a shard index (JSON with a weight_map): {e}", index) from None
+        if not names:
+            raise bad("its weight_map names no shard", index, "weight_map")
         for name in names:
             if not isinstance(name, str) or Path(name).name != name or \
                     not (folder / name).is_file():
-                raise bad(f"names shard {name!r}, which is not in {folder}", index, "weight_map")
+                what = kind_of(folder / name) if isinstance(name, str) and \
+                    Path(name).name == name and os.path.lexists(folder / name) else ""
+                raise bad(f"names shard {name!r}, which is " + (
+                    f"{what}, not a regular file" if what else f"not in {folder}"), index,
+                    "weight_map")
         return [folder / n for n in names]
     single = folder / "model.safetensors"
     if single.is_file():
         return [single]
+    if os.path.lexists(single):
+        raise bad(f"model.safetensors is {kind_of(single)}, not a regular file", single)
     pickles = sorted({p.name for pat in PICKLES for p in folder.glob(pat)})
     if pickles:
         raise bad(f"only pickled weights ({', '.join(pickles)}); sdpa never unpickles: "
@@ -303,13 +321,17 @@ class Stored:
         t = self.ckpt.tensors[name]  # KeyError: absent tensor (optional biases)
         if t.dtype == "BF16":
             raw = np.fromfile(t.file, dtype="<u2", count=t.nbytes // 2, offset=t.start)
-            return (raw.astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
+            wide = (raw.astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
+            return finite(wide, t.file, name)
         if t.file not in self._open:
             from safetensors import safe_open
 
-            self._open[t.file] = safe_open(str(t.file), framework="numpy")
-        out: NDArray[Any] = self._open[t.file].get_tensor(self._full[name])
-        return out
+            self._open[t.file] = guarded(t.file, lambda: safe_open(str(t.file),
+                                                                   framework="numpy"),
+                                         "the safetensors library")
+        out: NDArray[Any] = guarded(t.file, lambda: self._open[t.file].get_tensor(
+            self._full[name]), "the safetensors library")
+        return finite(out, t.file, name)
 
     def rows(self, name: str, ids: NDArray[Any]) -> NDArray[Any]:
         """Embedding rows `ids` → ids.shape + (width,), read from their bytes only."""
@@ -321,8 +343,9 @@ class Stored:
         picked = np.array(mapped[np.asarray(ids)])
         del mapped
         if t.dtype == "BF16":
-            return (picked.astype(np.uint32) << 16).view(np.float32)
-        return picked
+            picked = (picked.astype(np.uint32) << 16).view(np.float32)
+        return finite(picked.reshape(-1, t.shape[1]), t.file, name,
+                      np.asarray(ids)).reshape(picked.shape)
 
     def close(self) -> None:
         self._open.clear()

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.studies.inspect.gguf_file import GGUFHeader, bad, dequantize, dequantize_rows
+from sdpa_cli.studies.inspect.gguf_meta import Metadata
 from sdpa_cli.studies.inspect.models.tensormap import Table
 
 # GGUF architecture → Hugging Face model_type (the family sdpa runs)
@@ -28,21 +29,27 @@ ACTIVATION = {"gemma2": "gelu_pytorch_tanh", "gemma3": "gelu_pytorch_tanh"}
 
 def _get(meta: Mapping[str, Any], key: str, path: Path, kind: type | tuple[type, ...],
          default: Any = None) -> Any:
-    value = meta.get(key, default)
-    if value is None:
+    """An integer (`kind` int: at least 0, at least 1 for a context length) or a finite
+    number, checked where it is read (gguf_meta.Metadata)."""
+    m = Metadata(meta, path)
+    if key not in meta:
         if default is None:
-            raise bad(path, f"GGUF metadata has no {key}", key)
+            raise m.refuse(key, f"GGUF metadata has no {key}")
         return default
-    if isinstance(value, np.ndarray | bool) or not isinstance(value, kind):
-        raise bad(path, f"GGUF metadata {key} is {value!r}, expected "
-                  f"{'an integer' if kind is int else 'a number'}", key)
-    return value
+    if kind is int:
+        value = m.integer(key)
+        low = 1 if key.endswith(".context_length") else 0
+        if value < low:
+            raise m.refuse(key, f"GGUF metadata {key} is {value}, expected a whole number "
+                           f"≥ {low}")
+        return value
+    return m.number(key)
 
 
 def config(header: GGUFHeader) -> dict[str, Any]:
     """The Hugging Face config the metadata describes (what llama.cpp itself reads)."""
     meta, path = header.metadata, header.path
-    arch = meta.get("general.architecture")
+    arch = Metadata(meta, path).string("general.architecture", None)
     if arch not in ARCHITECTURES:
         raise bad(path, f"GGUF architecture {arch!r} is not supported; supported: "
                   f"{', '.join(ARCHITECTURES)}", "general.architecture")
@@ -68,7 +75,7 @@ def config(header: GGUFHeader) -> dict[str, Any]:
     if rot != dim and count > 0:  # (no heads: the family's check names that)
         raise bad(path, f"{a}.rope.dimension_count {rot} is not the head size {dim} (partial "
                   "rotation is not supported)", f"{a}.rope.dimension_count")
-    kind = meta.get(f"{a}.rope.scaling.type")
+    kind = Metadata(meta, path).string(f"{a}.rope.scaling.type", None)
     if kind is not None and kind != "none":
         out["rope_scaling"] = {"rope_type": kind,
                                "factor": float(get("rope.scaling.factor", number, 1.0))}
@@ -76,9 +83,10 @@ def config(header: GGUFHeader) -> dict[str, Any]:
         out["sliding_window"] = get("attention.sliding_window", int, 4096)
         pattern = meta.get(f"{a}.attention.sliding_window_pattern", GEMMA_PATTERN[a])
         if isinstance(pattern, np.ndarray):  # one flag per layer: True for sliding
-            if pattern.shape != (layers,):
+            if pattern.shape != (layers,) or pattern.dtype.kind not in "biu":
                 raise bad(path, f"{a}.attention.sliding_window_pattern has {pattern.size} "
-                          f"flags for {layers} layers", f"{a}.attention.sliding_window_pattern")
+                          f"{pattern.dtype.name} values for {layers} layers (one flag each)",
+                          f"{a}.attention.sliding_window_pattern")
             out["layer_types"] = ["sliding_attention" if s else "full_attention"
                                   for s in pattern]
         else:

@@ -99,9 +99,9 @@ def _prepare(spec: InspectSpec) -> Inputs | Skipped:
     ckpt = open_checkpoint(folder)
     tok = tokenizer(ckpt)
     rows = ckpt.tensors[ckpt.family.embedding].shape[0]
-    if tok.vocab > rows:
-        raise bad(f"the tokenizer has {tok.vocab} tokens but the embedding only {rows} rows",
-                  ckpt.tokenizer)
+    if tok.top >= rows:  # ids need not be dense: the highest one must have its row
+        raise bad(f"the tokenizer's token ids reach {tok.top} but the embedding has only "
+                  f"{rows} rows", ckpt.tokenizer)
     limit = _positions(ckpt)
     for i, n in enumerate(spec.seq_len):
         if limit is not None and n > limit:

@@ -29,6 +29,21 @@ def bad(message: str, file: Path | str | None = None, field: str | None = None) 
                               field=field))
 
 
+def kind_of(path: Path) -> str:
+    """What a path that is not a regular file is, for a message: 'a FIFO', 'a folder', 'a
+    character device', 'a link to nothing'."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "a link to nothing" if os.path.islink(path) else "missing"
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def read_bounded(path: Path, what: str, max_bytes: int) -> bytes:
     """At most max_bytes of a regular file (symbolic links followed, as the Hugging Face cache
     needs; FIFOs and devices refused before a byte is read, so nothing can block or fill
@@ -86,6 +101,8 @@ def find(model: str, base: Path | None = None) -> tuple[Path | None, str]:
         path = base / path
     if path.is_dir() or path.is_file():
         return path, str(path)
+    if os.path.lexists(path):  # a FIFO, a device, a link to nothing: never read, never waited on
+        raise bad(f"the model is {kind_of(path)}, not a GGUF file or a model folder", path)
     hub, store = hub_root(), ollama_root()
     where = f"{path}, {hub} or {store}"
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+|[A-Za-z0-9][\w.-]*", model):
@@ -119,6 +136,8 @@ def _ollama(model: str, store: Path) -> Path | None:
         return None
     manifest = (store / "manifests" / "registry.ollama.ai" / (m["ns"] or "library") / m["name"]
                 / (m["tag"] or "latest"))
+    if os.path.lexists(manifest) and not manifest.is_file():
+        raise bad(f"the Ollama manifest is {kind_of(manifest)}, not a regular file", manifest)
     if not manifest.is_file():
         return None
     doc = model_json(manifest, "Ollama manifest", MAX_MANIFEST)
@@ -132,6 +151,9 @@ def _ollama(model: str, store: Path) -> Path | None:
                 raise bad(f"the model layer's digest {str(digest)[:80]!r} is not sha256:HEX",
                           manifest, "layers")
             blob = store / "blobs" / digest.replace(":", "-")
+            if os.path.lexists(blob) and not blob.is_file():
+                raise bad(f"names blob {blob.name}, which is {kind_of(blob)}, not a regular "
+                          "file", manifest)
             if not blob.is_file():
                 raise bad(f"names blob {blob.name}, which is not in {blob.parent}", manifest)
             return blob
