@@ -73,7 +73,7 @@ def test_a_deterministic_difference_fails(sdpa, workdir):
     assert sdpa("compare", "w1", "w1").code == 0
     r = sdpa("compare", "w1", "w2")
     assert r.code == 1
-    assert "differs ✗" in r.err
+    assert "differs ✗" in r.out
 
 
 def test_batches_exact_mode_and_bad_input(sdpa, workdir):
@@ -88,10 +88,10 @@ def test_batches_exact_mode_and_bad_input(sdpa, workdir):
     csv = workdir / "b2" / "a" / "table.csv"
     csv.write_bytes(csv.read_bytes() + b"\n")
     r = sdpa("compare", "b1", "b2", "--exact")
-    assert r.code == 1 and "differs: a/table.csv" in r.err
+    assert r.code == 1 and "differs: a/table.csv" in r.out
     shutil.rmtree(workdir / "b2" / "b")
     r = sdpa("compare", "b1", "b2")
-    assert r.code == 1 and "only in b1: b" in r.err
+    assert r.code == 1 and "only in b1: b" in r.out
     assert sdpa("compare", "b1", "nowhere").code == 2
     r = sdpa("compare", "b1", "b1/a")
     assert r.code == 2 and "not one of each" in r.err

@@ -81,7 +81,7 @@ def test_a_spec_whose_model_is_absent_is_skipped(sdpa, workdir: Path, monkeypatc
     (workdir / "s.yaml").write_text("study: inspect\nmodel: nobody/nothing\n", encoding="utf-8")
     got = sdpa("inspect", "s.yaml", "--no-plots", "--check")
     assert got.code == 0, got.err
-    assert "skipped" in got.err and "nobody/nothing" in got.err
+    assert "skipped" in got.out and "nobody/nothing" in got.out
     strict = sdpa("inspect", "s.yaml", "--no-plots", "--check", "--require-models", "true")
     assert strict.code == 1
 

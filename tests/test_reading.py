@@ -219,7 +219,7 @@ def test_expand_fits_in_350_lines_with_every_step_panel(sdpa, monkeypatch) -> No
     monkeypatch.setenv("COLUMNS", "80")
     r = sdpa("worked-example", "money-bank-grows", "--expand", "--no-write")
     assert r.code == 0
-    lines = r.err.splitlines()
+    lines = r.out.splitlines()
     assert len(lines) <= 350
     panels = [line for line in lines if line.startswith("╭─ ")]
     # both parts' steps, each panel once: inputs, Q K V, stated vectors, scores, scaled,
@@ -281,7 +281,7 @@ def test_scratch_run_beside_a_batch_leaves_its_report_alone(sdpa, workdir: Path)
     before = {f: (out / f).read_bytes() for f in ("index.md", "report.html")}
     first = sdpa("variance", *flags)
     assert first.code == 0 and (out / "variance" / "results.json").is_file()
-    assert "index.md" not in first.err and "report.html" not in first.err
+    assert "index.md" not in first.out + first.err and "report.html" not in first.out
     assert {f: (out / f).read_bytes() for f in before} == before
     assert sdpa("run", "--out", "outputs", "--no-plots", str(_tiny_spec(workdir))).code == 0
     index = (out / "index.md").read_text(encoding="utf-8")
@@ -289,7 +289,7 @@ def test_scratch_run_beside_a_batch_leaves_its_report_alone(sdpa, workdir: Path)
     replaced = sdpa("variance", *flags, "--out", "outputs/tiny")
     assert replaced.code == 0
     assert "updated outputs/index.md and report.html: tiny there is now this run from " \
-        "flags" in " ".join(replaced.err.split())
+        "flags" in " ".join(replaced.out.split())
     assert "seed 1" in (out / "report.html").read_text(encoding="utf-8")
 
 

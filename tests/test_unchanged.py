@@ -110,7 +110,7 @@ def test_the_summary_says_unchanged_kept(sdpa, specs):
     r = sdpa("run", str(specs), "--no-plots")
     # the spec's progress line, and the summary's headline (each row marks it "=" and "kept")
     assert "a-ok passed (unchanged, kept" in r.err
-    assert "2 experiments: 1 passed, 1 failed (2 unchanged, kept)" in r.err
+    assert "2 experiments: 1 passed, 1 failed (2 unchanged, kept)" in r.out
 
 
 def test_quiet_still_names_a_kept_failure(sdpa, specs):

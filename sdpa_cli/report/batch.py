@@ -1,4 +1,4 @@
-"""A batch's index.md (a summary with links) and report.html, and its summary on stderr / stdout."""
+"""A batch's index.md (a summary with links) and report.html, and its summary on stdout."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
 from sdpa_cli.report.html_report import FOLD
 from sdpa_cli.report.outcomes import STATUSES, STYLE, Outcome
 from sdpa_cli.report.runfolder import make_folders, write_batch
-from sdpa_cli.report.terminal import console
+from sdpa_cli.report.terminal import result_console
 from sdpa_cli.report.unchanged import recorded
 
 
@@ -295,7 +295,9 @@ def summary_table(outcomes: Sequence[Outcome]) -> RichTable:
 
 def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
                  described: int | None = None, wrote: bool = True) -> None:
-    con = console()
+    """The batch's result for people, on stdout: the audit's headline, a line per spec, what
+    failed or was skipped and how to get what was missing (said once, here at the end)."""
+    con = result_console()
     audit = [a for o in outcomes for a in _audit_of(o)]
     if audit:  # the documents' root errors and the claims' coverage lead
         con.print(Text(audit_headline(audit), style="bold"))
@@ -314,9 +316,15 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
     if failed and not check:
         con.print(Text("(failed checks do not change the exit code without --check)",
                        style="dim"))
+    con.print(Text(wrote_line(outcomes, root, described, wrote), style="dim"))
+
+
+def wrote_line(outcomes: Sequence[Outcome], root: Path, described: int | None,
+               wrote: bool) -> str:
+    """What the batch wrote: index.md and report.html (and how many run folders they
+    describe, when more than this batch's), or that --no-write wrote nothing."""
+    if not wrote:
+        return "--no-write: nothing was written"
     more = "" if described is None or described == len(outcomes) else (
         f" (they describe all {described} run folders there)")
-    if not wrote:
-        con.print(Text("--no-write: nothing was written", style="dim"))
-        return
-    con.print(Text(f"wrote {root / 'index.md'} and {root / 'report.html'}{more}", style="dim"))
+    return f"wrote {root / 'index.md'} and {root / 'report.html'}{more}"

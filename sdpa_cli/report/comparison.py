@@ -6,9 +6,13 @@ from __future__ import annotations
 import filecmp
 import json
 import math
+import sys
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rich.text import Text
 
 from sdpa_cli import __version__
 from sdpa_cli.errors import (
@@ -22,6 +26,7 @@ from sdpa_cli.errors import (
 from sdpa_cli.framework.result import clean
 from sdpa_cli.io.environment import check_path
 from sdpa_cli.report import ownfiles, write_stdout
+from sdpa_cli.report.terminal import result_console
 from sdpa_cli.report.writers import md_text
 
 SCHEMA_VERSION = 1
@@ -365,16 +370,52 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         worst = max((abs(q["z"]) for q in mc), default=0.0)
         head = (f"{'agree ' if r['agree'] else 'DIFFER'} {r['name']}: {len(qs)} quantities "
                 f"({len(mc)} Monte Carlo, largest |Δ| = {worst:.2f} se)")
-        if r["parameters"]:
-            head += "; parameters differ: " + ", ".join(
-                f"{p['key']} {_v(p['a'])} → {_v(p['b'])}" for p in r["parameters"][:6])
         out.append(head)
+        if r["parameters"]:
+            out.append("    " + parameters_line(r["parameters"]))
         out += [f"    {p}" for p in r["problems"]]
+        bad = [q for q in qs if not q["agree"]]
         out += [f"    {q['table']}[{q['row']}].{q['field']}: {_v(q['a'])} vs {_v(q['b'])} "
-                f"({_judged(q)})" for q in qs if not q["agree"]]
+                f"({_judged(q)})" for q in bad[:SHOWN_QUANTITIES]]
+        if len(bad) > SHOWN_QUANTITIES:
+            out.append(f"    … and {len(bad) - SHOWN_QUANTITIES} more that differ "
+                       "(--format json or markdown lists every quantity)")
         out += _figure_lines(r["figures"])
     out.append(verdict_line(doc))
     return out
+
+
+# The terminal summary stays within a screen: this many parameters and differing quantities
+# per run are named; the rest are counted (the json and markdown documents list them all).
+SHOWN_PARAMETERS = 4
+SHOWN_QUANTITIES = 8
+# The spec's bookkeeping, named after the study's own fields when parameters differ.
+_BOOKKEEPING = ("name", "title", "source", "description", "seed", "documented", "claims",
+                "beyond")
+
+
+def _short(x: Any) -> str:
+    """A parameter's value in a few characters: a list or mapping by its size, a long text
+    by its start (the document formats show it whole)."""
+    if isinstance(x, list):
+        text = _v(x)
+        return text if len(text) <= 24 else f"[{len(x)} item{'s' if len(x) != 1 else ''}]"
+    if isinstance(x, dict):
+        return f"{{{len(x)} key{'s' if len(x) != 1 else ''}}}"
+    text = _v(x)
+    return "''" if text == "" else text if len(text) <= 24 else text[:20] + "…"
+
+
+def parameters_line(params: list[dict[str, Any]]) -> str:
+    """`parameters differ (7): bins 50 → 40; claims [] → [3 items]; … and 3 more`: the
+    study's own fields first, the spec's bookkeeping (name, title, documented, …) after."""
+    ordered = sorted(params, key=lambda p: str(p["key"]).split(".")[0] in _BOOKKEEPING)
+    shown = "; ".join(f"{p['key']} {_short(p['a'])} → {_short(p['b'])}"
+                      for p in ordered[:SHOWN_PARAMETERS])
+    hidden = [str(p["key"]) for p in ordered[SHOWN_PARAMETERS:]]
+    more = (f"; and {len(hidden)} more ({', '.join(hidden[:4])}"
+            + (", …" if len(hidden) > 4 else "") + ")") if hidden else ""
+    return f"parameters differ ({len(params)}): {shown}{more}"
 
 
 def verdict_line(doc: dict[str, Any]) -> str:
@@ -415,16 +456,20 @@ def as_json(doc: dict[str, Any]) -> str:
 
 def run(a: Path, b: Path, *, tolerance: float, fmt: str, exact_mode: bool,
         quiet: bool) -> int:
-    """`sdpa compare`: the document on stdout for json/markdown, the summary on stderr."""
-    import sys
-
+    """`sdpa compare`: the summary on stdout, or the json/markdown document in its place."""
 
     doc = exact_doc(a, b) if exact_mode else compare(a, b, tolerance=tolerance)
     if fmt == "json":
         write_stdout(as_json(doc))
     elif fmt == "markdown":
         write_stdout(markdown(doc))
-    if not quiet:
-        for line in summary_lines(doc):
-            print(one_line(line), file=sys.stderr)  # names and fields from the files
+    if not quiet and fmt == "table":
+        con = result_console()  # the comparison is the command's result: stdout
+        for line in summary_lines(doc):  # names and fields from the files: one line each
+            indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+            con.print(Text("\n".join(textwrap.wrap(
+                one_line(line), con.width, subsequent_indent=indent, break_on_hyphens=False,
+                break_long_words=False)) or line, overflow="fold"))
+    elif not quiet:  # the document on stdout; its verdict, for the person watching, here
+        print(one_line(verdict_line(doc)), file=sys.stderr)
     return exit_code(doc)

@@ -146,7 +146,7 @@ def folders_line(results: Sequence[tuple[Result, Path | None]]) -> str | None:
 
 def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
                out: Console | None = None) -> None:
-    """The --all report on stderr: one summary row per example, then what failed."""
+    """The --all report (on stdout): one summary row per example, then what failed."""
     con = out or terminal.console()
     con.print(summary_table(results))
     sources = sorted({label(r.source.split(",")[0]) for r, _ in results})

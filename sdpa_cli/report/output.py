@@ -35,7 +35,7 @@ class Settings:
 
     out: Path | None = None  # exact run folder; default <root>/<name>
     root: Path = Path("outputs")
-    fmt: str = "table"  # table: rich on stderr only; others: that document on stdout
+    fmt: str = "table"  # table: the human report on stdout; others: that document
     plots: bool = True
     svg: bool = False
     dpi: int | None = None  # PNG pixels per inch; None: the screen default
@@ -141,7 +141,7 @@ def figure_files(result: Result, settings: Settings) -> list[str]:
 
 
 def document(result: Result, fmt: str, settings: Settings | None = None) -> str | None:
-    """What --format puts on stdout (None for the human table, which goes to stderr)."""
+    """What --format puts on stdout (None for the human report, terminal.show)."""
     if fmt == "json":
         return writers.results_json(result)
     if fmt == "csv":
@@ -167,14 +167,23 @@ def write_stdout(text: str) -> None:
 
 
 def emit(result: Result, settings: Settings, folder: Path | None) -> None:
-    """stdout carries exactly the requested document; people read stderr."""
+    """The run's result on stdout: the human report, or with --format exactly that document
+    in its place. stderr carries what is not the result: with a document, the failed checks,
+    why nothing was measured and where the files went (-q: the failed checks alone)."""
     text = document(result, settings.fmt, settings)
+    if text is None and not settings.quiet:
+        terminal.show(result, folder, out=terminal.result_console(), check=settings.check,
+                      wide=settings.wide, explain=settings.explain)
+        return
     if text is not None:
         write_stdout(text)
-    if not settings.quiet:
-        terminal.show(result, folder, check=settings.check, wide=settings.wide,
-                      explain=settings.explain)
-    else:  # -q silences the report, never a failure: one line per failed check
-        for c in result.checks:
-            if not c.passed:
-                print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
+    for c in result.checks:  # never silenced: a failure is said, whatever -q or --format
+        if not c.passed:
+            print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
+    if settings.quiet:
+        return
+    if result.skipped is not None:
+        print(f"sdpa: {result.name}: skipped: nothing was measured: {result.skipped}",
+              file=sys.stderr)
+    if folder is not None:
+        print(terminal.written(folder), file=sys.stderr)

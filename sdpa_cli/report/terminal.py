@@ -1,4 +1,5 @@
-"""Human output on stderr: rich tables for results, checks and audit findings."""
+"""Human output: a run's result on stdout, progress and warnings on stderr; rich tables for
+results, checks and audit findings."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel as RichPanel
@@ -14,7 +16,7 @@ from rich.segment import Segment
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.errors import printable
+from sdpa_cli.errors import RunError, printable
 from sdpa_cli.framework.causes import claim_coverage, grouped, tally
 from sdpa_cli.framework.common import plain
 from sdpa_cli.framework.documents import cite, label
@@ -42,17 +44,93 @@ class SafeConsole(Console):
         return super()._render_buffer(clean)
 
 
-def console(file=None) -> Console:
-    """A stderr console; wide and plain when stderr is not a terminal (CI logs)."""
-    stream = file or sys.stderr
-    is_tty = hasattr(stream, "isatty") and stream.isatty()
+def _tty(stream: object) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except (ValueError, OSError):  # closed
+        return False
+
+
+def width_for(stream: object) -> int | None:
+    """The columns to lay out for `stream`: None (rich asks the terminal) when it is one;
+    else COLUMNS when given, else the width of the terminal the other stream goes to (`sdpa
+    variance | less` is read in that terminal), else 140 (a CI log: wide and plain)."""
+    if _tty(stream):
+        return None
     columns = os.environ.get("COLUMNS", "")
     # ASCII digits, at most 5 of them: "²" passes isdigit() but not int(), and 5000 digits
     # pass neither Python's parsing limit nor any terminal
-    given = columns.isascii() and columns.isdigit() and len(columns) <= 5
-    width = None if is_tty else (int(columns) if given and int(columns) > 20 else 140)
-    return SafeConsole(file=stream, width=width, highlight=False, soft_wrap=False,
+    if columns.isascii() and columns.isdigit() and len(columns) <= 5 and int(columns) > 20:
+        return int(columns)
+    for other in (sys.stderr, sys.stdout):
+        if other is not stream and _tty(other):
+            try:
+                return os.get_terminal_size(other.fileno()).columns
+            except (OSError, ValueError):
+                continue
+    return 140
+
+
+def console(file=None) -> Console:
+    """A console on `file` (stderr when None: progress, warnings); plain when it is not a
+    terminal, laid out at width_for(file)."""
+    stream = file or sys.stderr
+    is_tty = _tty(stream)
+    return SafeConsole(file=stream, width=width_for(stream), highlight=False, soft_wrap=False,
                        force_terminal=None if is_tty else False)
+
+
+class _Stdout:
+    """sys.stdout for a run's human result: a reader that left early (`sdpa … | head -3`)
+    is not an error (the rest is discarded quietly, as write_stdout does for a document);
+    another failure (/dev/full) is one line and exit 1."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except OSError as e:
+                self._failed(e)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except OSError as e:
+                self._failed(e)
+
+    def _failed(self, e: OSError) -> None:
+        self.gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
+        if not isinstance(e, BrokenPipeError):
+            raise RunError(f"cannot write to stdout: {e.strerror or e} (the run folder, if "
+                           "any, is written)") from None
+
+    def isatty(self) -> bool:
+        return _tty(self.stream)
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self.stream, "encoding", "utf-8") or "utf-8")
+
+
+def result_console() -> Console:
+    """Where a run's human result goes: stdout, as pytest, git and hyperfine put theirs
+    (progress, warnings and errors stay on stderr)."""
+    stream = _Stdout(sys.stdout)
+    tty = stream.isatty()
+    return SafeConsole(file=stream, width=width_for(sys.stdout), highlight=False,
+                       soft_wrap=False, force_terminal=None if tty else False)
 
 
 # The width a prose column (Column.wrap) counts for when a table is fitted to the terminal.

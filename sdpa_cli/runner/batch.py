@@ -328,10 +328,13 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     report.finish_ci(outcomes, settings, started=started)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
-    if not settings.quiet:
+    if not settings.quiet and settings.fmt == "table":
         batch_report.show_summary(outcomes, settings.root, check=settings.check,
                                   described=len(described), wrote=settings.write)
     else:  # -q silences progress and summary, never a failure: one line per failed spec
+        if not settings.quiet:  # the document in the summary's place: where it all went
+            print(batch_report.wrote_line(outcomes, settings.root, len(described),
+                                          settings.write), file=sys.stderr)
         for o in outcomes:
             if o.status == "error":
                 print(one_line(f"sdpa: {o.planned.file}: error: {o.error}"), file=sys.stderr)
@@ -362,8 +365,7 @@ def _index_after_loss(finished: Sequence[Outcome], settings: report.Settings) ->
 
 def run_validate(targets: list[Path], *, quiet: bool = False) -> int:
     loaded = validate(collect(targets))
-    if not quiet:
-        for f, s in loaded:
-            print(one_line(f"ok  {f}  ({s.study}, {s.name})"), file=sys.stderr)
-        print(f"{len(loaded)} spec(s) valid", file=sys.stderr)
+    if not quiet:  # the command's result: stdout
+        report.write_stdout("".join(one_line(f"ok  {f}  ({s.study}, {s.name})") + "\n"
+                                    for f, s in loaded) + f"{len(loaded)} spec(s) valid\n")
     return EXIT_OK if loaded else EXIT_BAD_INPUT

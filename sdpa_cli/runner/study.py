@@ -59,7 +59,9 @@ def run_study(
     report.emit(result, settings, folder)
     if folder is not None and report_batch.refresh(folder) and not settings.quiet:
         # it describes this folder: kept true, and said (wrapped at word boundaries)
-        report.terminal.console().print(Text(report_batch.joined(
+        con = report.terminal.result_console() if settings.fmt == "table" else \
+            report.terminal.console()  # beside the human result; never inside a document
+        con.print(Text(report_batch.joined(
             folder, source=result.source, from_flags=spec_path is None, replaced=replaced,
             hint=settings.out is None)))
     tally = Report(check=settings.check)
@@ -169,8 +171,14 @@ def run_all_specs(study: str, *, overrides: dict[str, Any], flags: dict[str, str
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
         report.write_stdout(text)
-    if not settings.quiet:
-        report_examples.show_batch(done, check=settings.check)
+    if not settings.quiet and text is None:
+        report_examples.show_batch(done, check=settings.check,
+                                   out=report.terminal.result_console())
+    else:  # the document (or -q) in its place: a failure is still said, one line each
+        for r, _ in done:
+            for c in r.checks:
+                if not c.passed:
+                    print(f"sdpa: {r.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
     return tally.exit_code
 
 
