@@ -156,3 +156,13 @@ def test_saturation_findings_are_decided_by_the_data(sdpa):
     (peak,) = r.json()["findings"]
     assert peak.startswith("n = 16: ‖J‖_F peaks at s* = ") and "± " in peak
     assert peak.endswith(f"falls on both sides (√(2 ln n) = {np.sqrt(2 * np.log(16)):.2f}).")
+
+
+@pytest.mark.parametrize("typed,meant", [("varience", "variance"), ("inspct", "inspect"),
+                                         ("compair", "compare")])
+def test_a_misspelled_command_gets_a_did_you_mean(sdpa, typed, meant):
+    r = sdpa(typed)
+    assert r.code == 2 and r.out == ""
+    assert r.err.strip() == (f"sdpa: No such command {typed!r} (did you mean {meant!r}?); "
+                             "`sdpa --help` lists them.")
+    assert sdpa("xyzzy").err.strip() == "sdpa: No such command 'xyzzy'."  # nothing near it
