@@ -26,7 +26,6 @@ from sdpa_cli.report.eta import minutes
 from sdpa_cli.report.outcomes import STYLE
 from sdpa_cli.report.terminal import console
 
-
 # After this many specs have run, the time left follows their measured pace alone.
 FIRST_SPECS = 3
 
