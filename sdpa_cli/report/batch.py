@@ -18,6 +18,7 @@ from sdpa_cli.framework.documents import cite, document_of, label
 from sdpa_cli.framework.result import AuditEntry, json_header
 from sdpa_cli.report import collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
+from sdpa_cli.report.formatting import get_commands, skip_reason
 from sdpa_cli.report.html_report import FOLD
 from sdpa_cli.report.outcomes import STATUSES, STYLE, Outcome
 from sdpa_cli.report.runfolder import make_folders, write_batch
@@ -307,7 +308,8 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
         if o.status == "error":
             con.print(Text(f"error  {_name(o)}: {o.error}", style="bold red"))
         elif o.status == "skipped" and o.result is not None:
-            con.print(Text(f"skipped {_name(o)}: {o.result.skipped}", style="dim"))
+            con.print(Text(f"skipped {_name(o)}: {skip_reason(o.result.skipped or '')[0]}",
+                           style="dim"))
         elif o.status == "failed" and o.result is not None:
             for c in o.result.checks:
                 if not c.passed:
@@ -317,6 +319,10 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
         con.print(Text("(failed checks do not change the exit code without --check)",
                        style="dim"))
     con.print(Text(wrote_line(outcomes, root, described, wrote), style="dim"))
+    hows = [skip_reason(o.result.skipped)[1] for o in outcomes
+            if o.status == "skipped" and o.result is not None and o.result.skipped]
+    for how in get_commands(hows):  # what was missing, and the one way to get it: last
+        con.print(Text(f"get what the skipped specs need with: {how}", style="bold"))
 
 
 def wrote_line(outcomes: Sequence[Outcome], root: Path, described: int | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from sdpa_cli.framework.common import percent
@@ -111,3 +112,27 @@ def claim_evidence(a: AuditEntry) -> str:
     if a.robustness:
         parts.append(a.robustness)
     return " — ".join(p for p in parts if p)
+
+
+# A skipped run's reason ends in the way to get what was missing: "…; get it with: COMMAND".
+GET = "; get it with: "
+FETCH = "python -m sdpa_cli.fetch "  # the package's fetcher (sdpa_cli.fetch.command)
+
+
+def skip_reason(text: str) -> tuple[str, str]:
+    """A skip's reason, and the command that gets what was missing ("" if it names none)."""
+    why, _, how = text.partition(GET)
+    return why, how.strip()
+
+
+def get_commands(hows: Sequence[str]) -> list[str]:
+    """The commands that get what skipped runs missed, each once: the package's fetcher
+    once for every model it fetches (`python -m sdpa_cli.fetch gemma3 smollm2`)."""
+    names: list[str] = []
+    others: list[str] = []
+    for how in hows:
+        if how.startswith(FETCH):
+            names += how[len(FETCH):].split()
+        elif how and how not in others:
+            others.append(how)
+    return ([FETCH + " ".join(sorted(set(names)))] if names else []) + others

@@ -166,14 +166,16 @@ def write_stdout(text: str) -> None:
                            "folder, if any, is written)") from None
 
 
-def emit(result: Result, settings: Settings, folder: Path | None) -> None:
+def emit(result: Result, settings: Settings, folder: Path | None,
+         after: Sequence[str] = ()) -> None:
     """The run's result on stdout: the human report, or with --format exactly that document
     in its place. stderr carries what is not the result: with a document, the failed checks,
-    why nothing was measured and where the files went (-q: the failed checks alone)."""
+    why nothing was measured and where the files went (-q: the failed checks alone). `after`:
+    what else the run changed (the batch report beside it), said after the files."""
     text = document(result, settings.fmt, settings)
     if text is None and not settings.quiet:
         terminal.show(result, folder, out=terminal.result_console(), check=settings.check,
-                      wide=settings.wide, explain=settings.explain)
+                      wide=settings.wide, explain=settings.explain, after=after)
         return
     if text is not None:
         write_stdout(text)
@@ -187,3 +189,5 @@ def emit(result: Result, settings: Settings, folder: Path | None) -> None:
               file=sys.stderr)
     if folder is not None:
         print(terminal.written(folder), file=sys.stderr)
+    for line in after:
+        print(line, file=sys.stderr)

@@ -22,7 +22,7 @@ from sdpa_cli.framework.common import plain
 from sdpa_cli.framework.documents import cite, label
 from sdpa_cli.framework.result import AuditEntry, Result, Table
 from sdpa_cli.report.fit import fit
-from sdpa_cli.report.formatting import cell, verdict_word
+from sdpa_cli.report.formatting import cell, skip_reason, verdict_word
 
 
 class SafeConsole(Console):
@@ -274,9 +274,11 @@ def show_table(con: Console, table: Table, *, wide: bool = False, heading: str =
 
 
 def show(result: Result, folder: Path | None, *, out: Console | None = None,
-         check: bool = False, wide: bool = False, explain: bool = False) -> None:
+         check: bool = False, wide: bool = False, explain: bool = False,
+         after: Sequence[str] = ()) -> None:
     """The whole human report of one run: plain-language expectations (the exact theory
-    under --explain), panels, tables, what the data shows, checks, seed and files."""
+    under --explain), panels, tables, what the data shows, checks, seed and files, then the
+    `after` lines (what else the run updated), and last how to get what a skip missed."""
     con = out or console()
     con.print(Text(result.title, style="bold"))
     if result.source:
@@ -290,6 +292,11 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         show_skipped(con, result, check=check)
         if folder is not None:
             con.print(Text(written(folder), style="dim"))
+        for line in after:
+            con.print(Text(line))
+        how = skip_reason(result.skipped)[1]
+        if how:  # the way to get what was missing: once, the last line
+            con.print(Text(f"get it with: {how}", style="bold"))
         return
     for panel in result.panels:
         border = {"ok": "green", "warn": "yellow"}.get(panel.style, "blue")
@@ -327,6 +334,8 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
                        style="dim"))
     if folder is not None:
         con.print(Text(written(folder), style="dim"))
+    for line in after:
+        con.print(Text(line))
 
 
 # What `--check` does with a run that measured nothing (sdpa help ci): it has nothing to check,
@@ -338,7 +347,8 @@ SKIP_CHECK = ("--check: nothing was measured, so nothing was checked; the exit c
 
 def show_skipped(con: Console, result: Result, *, check: bool) -> None:
     """A run that measured nothing: that word, why, and how to get what was missing."""
-    con.print(Text(f"skipped: nothing was measured: {result.skipped}", style="yellow"))
+    why = skip_reason(result.skipped or "")[0]
+    con.print(Text(f"skipped: nothing was measured: {why}", style="yellow"))
     failed = [c for c in result.checks if not c.passed]
     for c in failed:  # a spec that had to measure: its check fails
         con.print(Text(f"FAIL {c.name}: nothing was measured", style="bold red"))

@@ -26,6 +26,7 @@ from sdpa_cli.framework.result import Result
 from sdpa_cli.io import environment, names
 from sdpa_cli.report import batch as batch_report
 from sdpa_cli.report import eta, manifest, ownfiles, unchanged
+from sdpa_cli.report.formatting import skip_reason
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.runner import executors, loader, paths, selection
@@ -214,9 +215,11 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
             outcomes.append(outcome)
             tally.add(outcome)
             if progress is not None:
+                # a skip in a word here; where sdpa looked and how to get it, in the summary
                 progress.done(outcome.status, outcome.seconds, outcome.error,
-                              kept=outcome.kept,
-                              why=outcome.result.skipped if outcome.result else None)
+                              kept=outcome.kept, why=skip_reason(outcome.result.skipped)[0]
+                              .split(" (")[0] if outcome.result and outcome.result.skipped
+                              else None)
             if fail_fast and tally.stops(outcome):
                 for q in planned[i + 1:]:
                     outcomes.append(Outcome(q, "skipped"))

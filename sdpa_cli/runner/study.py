@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
 from sdpa_cli import registry, report
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.io import environment
@@ -56,14 +54,13 @@ def run_study(
                               argv=argv if argv is not None else sys.argv, started=started,
                               input_spec=resolved.input_record(),
                               ) if settings.write else None
-    report.emit(result, settings, folder)
-    if folder is not None and report_batch.refresh(folder) and not settings.quiet:
-        # it describes this folder: kept true, and said (wrapped at word boundaries)
-        con = report.terminal.result_console() if settings.fmt == "table" else \
-            report.terminal.console()  # beside the human result; never inside a document
-        con.print(Text(report_batch.joined(
-            folder, source=result.source, from_flags=spec_path is None, replaced=replaced,
-            hint=settings.out is None)))
+    after = []
+    if folder is not None and report_batch.refresh(folder):
+        # it describes this folder: kept true, and said after the files
+        after.append(report_batch.joined(folder, source=result.source,
+                                          from_flags=spec_path is None, replaced=replaced,
+                                          hint=settings.out is None))
+    report.emit(result, settings, folder, after=after)
     tally = Report(check=settings.check)
     tally.add_result(result)
     planned = Planned(spec_path or Path(f"<{study} flags>"), resolved, target)
