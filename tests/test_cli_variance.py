@@ -168,3 +168,14 @@ def test_module_entry_point_and_version():
 def test_help_shows_a_runnable_example(sdpa):
     r = sdpa("variance", "--help")
     assert r.code == 0 and "sdpa variance --dims 3 100 1000" in r.out
+
+
+def test_running_again_says_which_run_it_replaced(sdpa, workdir):
+    first = sdpa("variance", "--dims", "3", "--pairs", "50", "--seed", "11")
+    assert first.code == 0 and "replaced" not in first.out
+    again = sdpa("variance", "--dims", "3", "5", "--pairs", "50", "--seed", "12", "--no-plots")
+    assert again.code == 0
+    said = " ".join(again.out.split())
+    assert ("replaced the earlier run in outputs/variance/: sdpa variance --dims 3 --pairs 50 "
+            "--seed 11 (") in said
+    assert "seed 11, passed, 2 figures)" in said

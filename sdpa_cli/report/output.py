@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdpa_cli.errors import RunError
+from sdpa_cli.errors import RunError, SdpaError
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import Result
 from sdpa_cli.numerics.blocks import Tick
-from sdpa_cli.report import ci, dvc, manifest, terminal, unchanged, writers
+from sdpa_cli.report import ci, dvc, manifest, ownfiles, terminal, unchanged, writers
 from sdpa_cli.report.figures import render
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
@@ -191,3 +191,32 @@ def emit(result: Result, settings: Settings, folder: Path | None,
         print(terminal.written(folder), file=sys.stderr)
     for line in after:
         print(line, file=sys.stderr)
+
+
+def earlier_run(target: Path) -> str | None:
+    """What a run about to replace `target` replaces, in a line (None when there is no
+    earlier run there): the command that made it, when it ended, its seed and status, and
+    how many figures go with it, read from its manifest before the folder is swapped."""
+    try:
+        doc = ownfiles.parse(target / "manifest.json")
+    except (OSError, SdpaError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    argv = doc.get("argv")
+    words = [manifest.printable_arg(str(a)) for a in argv[1:]] if isinstance(argv, list) else []
+    made = " ".join(["sdpa", *words]) if words else "an earlier sdpa"
+    if len(made) > 70:
+        made = made[:69] + "…"
+    ended = str(doc.get("ended") or "")[:16].replace("T", " ")
+    seed = doc.get("seed")
+    entropy = seed.get("entropy") if isinstance(seed, dict) else None
+    outputs = doc.get("outputs")
+    pictures = sum(1 for o in outputs if isinstance(o, dict)
+                   and str(o.get("path", "")).endswith((".png", ".svg"))) \
+        if isinstance(outputs, list) else 0
+    facts = [f"{ended} UTC" if ended else "", f"seed {entropy}" if entropy is not None else "",
+             str(doc.get("status") or ""),
+             f"{pictures} figure{'s' if pictures != 1 else ''}" if pictures else ""]
+    return (f"replaced the earlier run in {target}/: {made} ("
+            + ", ".join(f for f in facts if f) + ")")

@@ -49,12 +49,13 @@ def run_study(
         started = time.time()
         result = registry.get(study).run(resolved, report.context(settings))
     replaced = settings.write and target.exists()  # an earlier run of that name goes
+    earlier = report.output.earlier_run(target) if replaced else None
     folder = report.write_run(result, settings, target=target,
                               renderer=registry.get(study).renderer,
                               argv=argv if argv is not None else sys.argv, started=started,
                               input_spec=resolved.input_record(),
                               ) if settings.write else None
-    after = []
+    after = [earlier] if earlier and folder is not None else []
     if folder is not None and report_batch.refresh(folder):
         # it describes this folder: kept true, and said after the files
         after.append(report_batch.joined(folder, source=result.source,
