@@ -106,7 +106,7 @@ def test_sections_follow_the_documents_order(placed: Path):
                                                               "doc-other"]
     text = (placed / "report.html").read_text(encoding="utf-8")
     for doc in (DOCUMENTS[0], DOCUMENTS[1], DOCUMENTS[4]):
-        assert text.count(_e(doc.title)) >= 2  # contents and heading: by title
+        assert text.count(_e(doc.label)) >= 2  # contents and heading: as every table names it
     index = (placed / "index.md").read_text(encoding="utf-8")
     assert [index.index(f'<a id="x-{n}"></a>') for n, _ in expected] == sorted(
         index.index(f'<a id="x-{n}"></a>') for n, _ in expected)
@@ -380,3 +380,59 @@ def test_each_study_links_to_its_help_page_and_the_report_does_not_carry_them(pl
         assert f"sdpa help {t}</a>: {_e(topics.title(pages[t]))}" in text
         longest = max(pages[t].read_text(encoding="utf-8").splitlines(), key=len)
         assert _e(longest.strip()) not in text
+
+
+def _number(source: str, status: str = "match") -> AuditEntry:
+    return AuditEntry(source=source, quantity="q", documented=1.0,
+                      computed=1.0 if status == "match" else 2.0, status=status,
+                      printed="1.0", tolerance=0.05, basis="last digit",
+                      accepted="known" if status == "mismatch" else None)
+
+
+def _claim(source: str, claim: str, status: str) -> AuditEntry:
+    return AuditEntry(source=source, quantity=claim, documented=float("nan"), computed=1.0,
+                      status=status, printed="", tolerance=0.0, basis="claim", kind="claim",
+                      measurement="x = 1 > 0: yes", spec_name="a-late")
+
+
+def test_every_document_has_one_title_and_one_row_with_its_claims(tmp_path: Path):
+    """The per-document table lists all five documents (004, whose numbers no run prints,
+    with its claims), each under the same name as its section heading; a number a spec
+    quotes from another work is counted under that work, not under the spec's document."""
+    root = tmp_path / "batch"
+    audit = (_number(f"{DOC0}, Step 2", "mismatch"), _number(f"{DOC0}, Step 3"),
+             _number("Nakanishi 2025 (arXiv:2501.19399), Figure 1"),
+             _claim(f"{DOC4}, IV", "the gain knob makes attention uniform", "fails"),
+             _claim(f"{DOC4}, IV", "÷√d_k keeps the variance at 1", "holds"))
+    _write(root, _result("a-late", f"{DOC0}, Step-by-Step Matrix Calculation Example",
+                         audit=audit))
+    _write(root, _result("b-middle", f"{DOC4}, IV. Mathematical Justification for Scaling"))
+    batch_report.write((), root)
+    index = (root / "index.md").read_text(encoding="utf-8")
+    rows = [line for line in index.splitlines() if line.startswith("| ")
+            and line.count("|") == 6 and "printed numbers checked" not in line]
+    labels = [d.label for d in DOCUMENTS]
+    assert [r.split(" | ")[0][2:] for r in rows] == [*labels, "Nakanishi 2025 (arXiv:2501.19399)"]
+    assert rows[0].endswith("| 2 | 1 | 1 | — |")
+    assert rows[4].endswith("| 0 | 0 | 0 | 1 holds, 1 fails |")
+    headings = [line[3:] for line in index.splitlines() if line.startswith("## ")][1:]
+    assert set(headings) <= set(labels)  # a section is headed as the table names it
+    html = (root / "report.html").read_text(encoding="utf-8")
+    for doc in DOCUMENTS:
+        if doc.title != doc.label:
+            assert _e(doc.title) not in html  # never a second, longer title
+
+
+def test_every_work_the_shipped_specs_cite_is_named_one_way():
+    """"Nakanishi 2025" and "Nakanishi 2025 (arXiv:2501.19399)" were two documents of the
+    report: no name a spec cites is the start of another one."""
+    from conftest import EXPERIMENTS
+
+    from sdpa_cli.runner import loader
+
+    names = set()
+    for path in sorted(EXPERIMENTS.rglob("*.yaml")):
+        spec = loader.load(path)
+        names |= {d.cites.partition(", ")[0] for d in spec.documented if d.cites}
+        names |= {c.document for c in spec.claims if c.document}
+    assert [(a, b) for a in names for b in names if a != b and b.startswith(a)] == []

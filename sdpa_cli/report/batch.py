@@ -68,10 +68,11 @@ def index_md(items: Sequence[Entry]) -> str:
               f"{s.checked} printed numbers checked in {s.experiments} experiments: {s.matched} "
               f"match, {len(s.mismatches)} mismatch ({s.accepted} accepted as known findings, "
               f"{len(s.mismatches) - s.accepted} not accepted).", ""]
-    if s.mismatches:
-        lines += ["| document | checked | mismatch | accepted |", "|---|---|---|---|"]
-        lines += [f"| {_md(doc)} | {n} | {bad} | {ok} |" for doc, n, bad, ok in s.per_document]
-        lines.append("")
+    lines += ["| document | printed numbers checked | mismatch | accepted | claims judged |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {_md(d.document)} | {d.checked} | {d.mismatched} | {d.accepted} | "
+              f"{provenance.claims_text(d.claims)} |" for d in s.per_document]
+    lines.append("")
     roots = _root_rows(items)
     if roots:
         lines += ["### Root errors of the documents", "",

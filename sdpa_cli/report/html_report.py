@@ -294,12 +294,14 @@ def _audit_summary(items: Sequence[Entry]) -> str:
             f"{s.experiments} experiments: <strong>{s.matched}</strong> match, "
             f"<strong>{len(s.mismatches)}</strong> mismatch ({s.accepted} accepted as known "
             f"findings of the documents, {len(s.mismatches) - s.accepted} not accepted).</p>")
+    counts = "".join(f'<tr><td class="text">{_e(d.document)}</td><td>{d.checked}</td>'
+                     f"<td>{d.mismatched}</td><td>{d.accepted}</td><td class=\"text\">"
+                     f"{_e(provenance.claims_text(d.claims))}</td></tr>" for d in s.per_document)
+    head += ('<table><thead><tr><th class="text">document</th><th>printed numbers checked'
+             '</th><th>mismatch</th><th>accepted</th><th class="text">claims judged</th></tr>'
+             f"</thead><tbody>{counts}</tbody></table>")
     if not s.mismatches:
         return head
-    counts = "".join(f'<tr><td class="text">{_e(doc)}</td><td>{n}</td><td>{bad}</td>'
-                     f"<td>{ok}</td></tr>" for doc, n, bad, ok in s.per_document)
-    head += ('<table><thead><tr><th class="text">document</th><th>checked</th>'
-             f"<th>mismatch</th><th>accepted</th></tr></thead><tbody>{counts}</tbody></table>")
     rows = "".join(
         f'<tr class="{"accepted" if a.accepted else "mismatch"}">'
         f'<td class="text">{_e(doc)}</td><td class="text"><a href="#{e.anchor}">{_e(e.name)}'
