@@ -16,7 +16,7 @@ from sdpa_cli.framework.causes import claim_coverage, counts, tally
 from sdpa_cli.framework.claims import verdicts
 from sdpa_cli.framework.documents import cite, document_of, label
 from sdpa_cli.framework.result import AuditEntry, json_header
-from sdpa_cli.report import collect, html_report, provenance, writers
+from sdpa_cli.report import answer, collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
 from sdpa_cli.report.formatting import get_commands, skip_reason
 from sdpa_cli.report.html_report import FOLD
@@ -64,7 +64,8 @@ def index_md(items: Sequence[Entry]) -> str:
              "audit; report.html shows the same with the figures.", ""]
     s = provenance.audit_summary(items)
     every = [a for e in items if e.result is not None for a in e.result.audit]
-    lines += ["## Findings", "", f"{audit_headline(every)}.", "",
+    lines += answer.answer_md(items)
+    lines += ["## The documents audited", "", f"{audit_headline(every)}.", "",
               f"{s.checked} printed numbers checked in {s.experiments} experiments: {s.matched} "
               f"match, {len(s.mismatches)} mismatch ({s.accepted} accepted as known findings, "
               f"{len(s.mismatches) - s.accepted} not accepted).", ""]
