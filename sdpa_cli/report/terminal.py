@@ -16,6 +16,7 @@ from rich.segment import Segment
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from sdpa_cli import process  # noqa: F401 - registers the sdpa-people error handler
 from sdpa_cli.errors import RunError, printable
 from sdpa_cli.framework.causes import claim_coverage, grouped, tally
 from sdpa_cli.framework.common import plain
@@ -92,7 +93,7 @@ class _Stdout:
     def write(self, text: str) -> int:
         if not self.gone:
             try:
-                self.stream.write(text)
+                self.stream.write(for_people(text, self.encoding))
             except OSError as e:
                 self._failed(e)
         return len(text)
@@ -122,6 +123,19 @@ class _Stdout:
     @property
     def encoding(self) -> str:
         return str(getattr(self.stream, "encoding", "utf-8") or "utf-8")
+
+
+def for_people(text: str, encoding: str) -> str:
+    """Text a person reads, in what `encoding` can hold: sdpa's symbols spelt in ASCII where
+    it cannot (√ as sqrt, σ as sigma: process.ASCII), as stderr's are. stdout escapes for
+    documents (\\u00b7 keeps JSON exact); a result for people on stdout is spelt out."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "sdpa-people").decode(encoding)
+    except LookupError:
+        pass
+    return text
 
 
 def result_console() -> Console:

@@ -368,7 +368,9 @@ def _index_after_loss(finished: Sequence[Outcome], settings: report.Settings) ->
 
 def run_validate(targets: list[Path], *, quiet: bool = False) -> int:
     loaded = validate(collect(targets))
-    if not quiet:  # the command's result: stdout
-        report.write_stdout("".join(one_line(f"ok  {f}  ({s.study}, {s.name})") + "\n"
-                                    for f, s in loaded) + f"{len(loaded)} spec(s) valid\n")
+    if not quiet:  # the command's result: stdout, for people
+        text = "".join(one_line(f"ok  {f}  ({s.study}, {s.name})") + "\n"
+                       for f, s in loaded) + f"{len(loaded)} spec(s) valid\n"
+        report.write_stdout(report.terminal.for_people(
+            text, getattr(sys.stdout, "encoding", None) or "utf-8"))
     return EXIT_OK if loaded else EXIT_BAD_INPUT
