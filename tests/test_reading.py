@@ -17,7 +17,7 @@ from rich.console import Console
 from sdpa_cli.framework.result import AuditEntry, Check, Result, Table
 from sdpa_cli.numerics.rng import fresh_entropy
 from sdpa_cli.report import batch as batch_report
-from sdpa_cli.report import comparison, examples, terminal
+from sdpa_cli.report import compare_text, examples, terminal
 from sdpa_cli.report.outcomes import Outcome, Planned
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.studies.gradients import figures as gradient_figures
@@ -259,12 +259,12 @@ def test_compare_names_the_missing_folder(sdpa, args: tuple[str, ...], missing: 
 def test_compare_says_a_side_has_no_figures_instead_of_differs() -> None:
     none_in_b = [{"file": f, "same": False, "in_a": True, "in_b": False}
                  for f in ("histograms.png", "variance_vs_dim.png")]
-    assert comparison._figure_lines(none_in_b) == [
+    assert compare_text._figure_lines(none_in_b) == [
         "    no figures in B (run with --no-plots?); A has 2: not compared"]
     mixed = [{"file": "a.png", "same": False, "in_a": True, "in_b": True},
              {"file": "b.png", "same": False, "in_a": False, "in_b": True},
              {"file": "c.png", "same": True, "in_a": True, "in_b": True}]
-    assert comparison._figure_lines(mixed) == ["    figure a.png differs",
+    assert compare_text._figure_lines(mixed) == ["    figure a.png differs",
                                             "    figure b.png only in B"]
 
 
