@@ -114,12 +114,12 @@ def main() -> None:
     if GGUF:  # a .gguf file, or a folder or cache name holding one
         where, _ = find(GGUF)
         if where is None:
-            sys.exit(f"{GGUF} is not here (see tests/fetch_gguf.py)")
+            sys.exit(f"{GGUF} is not here (python -m sdpa_cli.fetch smollm2)")
         gguf_main(open_checkpoint(where).files[0])
         return
     folder, _ = find(MODEL)
     if folder is None:
-        sys.exit(f"{MODEL} is not in the Hugging Face cache (MiniLM: see tests/fetch_minilm.py)")
+        sys.exit(f"{MODEL} is not in the Hugging Face cache (python -m sdpa_cli.fetch minilm)")
     ckpt = open_checkpoint(folder)
     tok = load_tokenizer(ckpt.tokenizer)
     ids = chunks(tok, tok.body(TEXT.read_text(encoding="utf-8")), 128, 8, TEXT.name)

@@ -232,8 +232,8 @@ def test_every_region_is_what_its_command_gives_now(page, i):
                     "reruns these regions in its real-model step")
     for model, name in (("smollm2", SMOLLM2), ("gemma3", GEMMA3)):
         if model in code.lower() and not _cached(name):
-            pytest.skip(f"{name} is not in the Hugging Face cache (HF_HOME; "
-                        f"tests/fetch_gguf.py {model}); .ci/run reruns it in its real-model step")
+            pytest.skip(f"{name} is not in the Hugging Face cache (HF_HOME; python -m "
+                        f"sdpa_cli.fetch {model}); .ci/run reruns it in its real-model step")
     if kind == "output":
         assert run(code) == kept, f"{page}: stale block: {code}"
     elif kind == "machine":

@@ -94,7 +94,7 @@ def test_out_name_not_utf8_is_written_and_echoed_escaped(tmp_path):
                           cwd=tmp_path, env=_env(), capture_output=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr
-    assert b"run-\\xff" in done.stderr and b"Traceback" not in done.stderr
+    assert b"run-\\xff" in done.stdout and b"Traceback" not in done.stderr
     assert manifest.run_folder_problem(Path(os.fsdecode(out))) == ""
 
 

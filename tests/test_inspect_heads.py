@@ -456,7 +456,7 @@ def test_a_30_layer_model_shows_its_findings_not_its_layers(sdpa, workdir: Path,
     got = sdpa("inspect", "m", "--text", "t.txt", "--seq-len", "16", "--sequences", "2",
                "--induction-sequences", "1", "--no-plots", "--out", "o")
     assert got.code == 0, got.err
-    lines = got.err.splitlines()
+    lines = got.out.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("found:"))
     assert first < 12, lines[:first]
     assert all(len(line) <= 80 for line in lines[:first])
@@ -473,7 +473,7 @@ def test_an_unknown_name_says_how_to_fetch_only_what_sdpa_reads(sdpa, workdir: P
     (workdir / "s.yaml").write_text("study: inspect\nmodel: org/none\n", encoding="utf-8")
     skipped = sdpa("inspect", "s.yaml", "--no-plots")
     assert 'hf download org/none --include "*.json" "*.safetensors"' in " ".join(
-        skipped.err.split())
+        skipped.out.split())
 
 
 def test_a_qk_norm_soft_capped_windowed_layer_gives_rows_for_both_vectors():

@@ -18,6 +18,7 @@ from sdpa_cli.cli.options import (
     spec_overrides,
 )
 from sdpa_cli.framework.declaration import Flag, Study, flag_shape
+from sdpa_cli.io.topics import code_lines
 from sdpa_cli.report import Settings
 from sdpa_cli.runner.study import study_command
 
@@ -74,8 +75,9 @@ def _metavar(shape: str | None, annotation: Any) -> str:
 
 def _help(study: Study) -> str:
     lines = [study.description or study.summary]
-    if study.usage:
-        lines += ["", "\b", "Examples:", *(f"  {u}" for u in study.usage)]
+    if study.usage:  # click indents the block two columns: each example fits 80 in all
+        lines += ["", "\b", "Examples:",
+                  *(f"  {part}" for u in study.usage for part in code_lines(u, 76, shell=True))]
     return "\n".join(lines)
 
 

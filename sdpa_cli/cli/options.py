@@ -260,8 +260,8 @@ def _out(help: str = "Run folder to write (default: outputs/<name>).") -> Callab
 
 
 def _format(choices: tuple[str, ...] = ("table", "json", "csv", "markdown"),
-            help: str = "table: report on stderr only; json/csv/markdown: that document on "
-                        "stdout and nothing else there.") -> Callable:
+            help: str = "table: the result for people on stdout; json/csv/markdown: that "
+                        "document on stdout in its place, and nothing else there.") -> Callable:
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table",
                         show_default=True, help=help)
 
@@ -385,7 +385,8 @@ def batch_options(f: Callable) -> Callable:
              "(default: outputs/)."),
         _check("Exit 1 when any spec's checks or audit fail."),
         click.option("--fail-fast", is_flag=True, help="Stop at the first spec that fails."),
-        _format(("table", "json"), "json: a summary of the batch on stdout."),
+        _format(("table", "json"), "table: the batch's summary for people on stdout; json: "
+                "a summary of the batch on stdout in its place."),
         _no_plots("Skip figures (the report has none either)."), _svg(), _dpi(),
         _quiet("No progress or summary; a failure still prints one line."),
         _workers(None), _scheduler(),

@@ -28,7 +28,7 @@ from sdpa_cli.spec.limits import Cost
 # Spec fields every study shares and no study command takes as a flag of its own: identity
 # is the spec file's business, `seed` is a common flag, `documented` is a list of records.
 IDENTITY_FIELDS = ("study", "name", "title", "source", "description", "seed", "documented",
-                   "claims", "beyond")
+                   "claims", "beyond", "answer")
 
 
 class DeclarationError(SdpaError):

@@ -94,7 +94,7 @@ def _prepare(spec: InspectSpec) -> Inputs | Skipped:
     if folder is None:  # a batch on a machine without the model (or the extra) skips it
         how = f"; get it with: {spec.fetch}" if spec.fetch else fetch_hint(spec.model)
         return Skipped(f"model {spec.model!r} is not on this machine (looked in {where}; "
-                       f"sdpa never downloads{how})")
+                       f"sdpa never downloads){how}")
     require_extra()
     ckpt = open_checkpoint(folder)
     tok = tokenizer(ckpt)
@@ -224,7 +224,7 @@ def check_model(target: str) -> None:
     folder, where = find(target)
     if folder is None:
         raise InputError(Problem(f"no model folder or cached model {target!r} (looked in "
-                                 f"{where}; sdpa never downloads{fetch_hint(target)})",
+                                 f"{where}; sdpa never downloads){fetch_hint(target)}",
                                  field="MODEL"))
 
 
@@ -233,5 +233,5 @@ def fetch_hint(model: str) -> str:
     cache it looks in: config.json, tokenizer.json, the safetensors and their index."""
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", model) or Path(model).exists():
         return ""
-    return f'; fetch it with: hf download {model} --include "*.json" "*.safetensors"'
+    return f'; get it with: hf download {model} --include "*.json" "*.safetensors"'
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.io.environment import hub_root
 from sdpa_cli.io.jsonio import MAX_DEPTH as MAX_JSON_DEPTH
 from sdpa_cli.io.jsonio import JsonError, load_json
 
@@ -76,14 +77,6 @@ def model_json(path: Path, what: str, max_bytes: int) -> Any:
     except JsonError as e:
         raise bad(f"corrupt {what}: it {JSON_FAULTS.get(e.reason, 'cannot be read')}",
                   path) from None
-
-
-def hub_root() -> Path:
-    """The Hugging Face cache's hub folder: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/…/hub."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME")
-    return Path(home) / "hub" if home else Path.home() / ".cache" / "huggingface" / "hub"
 
 
 def ollama_root() -> Path:

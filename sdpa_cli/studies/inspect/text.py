@@ -230,6 +230,18 @@ def _last_space(text: str) -> int:
     return len(text[:len(text) - found.start()].rstrip())
 
 
+def _what_fits(have: int, tok: Tokenizer, seq_len: int, count: int) -> str:
+    """The flags to change, with values this text holds: fewer sequences of this length, or
+    this many sequences of a shorter length (or more text)."""
+    ways = []
+    if have // (seq_len - tok.specials) >= 1:
+        ways.append(f"--sequences {have // (seq_len - tok.specials)}")
+    if have // count >= 1:
+        ways.append(f"--seq-len {have // count + tok.specials}")
+    return f"; give {' or '.join(ways)} (spec: sequences, seq_len), or more text" if ways \
+        else "; give more text"
+
+
 def chunks(tok: Tokenizer, ids: list[int], seq_len: int, count: int, where: str
            ) -> NDArray[np.int64]:
     """`count` consecutive chunks of seq_len − s body tokens, each wrapped with the specials:
@@ -240,9 +252,11 @@ def chunks(tok: Tokenizer, ids: list[int], seq_len: int, count: int, where: str
                                  "tokens", field="seq_len"))
     need = body * count
     if len(ids) < need:
+        fits = _what_fits(len(ids), tok, seq_len, count)
         raise InputError(Problem(f"too little text: {len(ids)} tokens, and {count} sequences "
                                  f"of {seq_len} need {need} ({body} each beside "
-                                 f"{tok.specials} special tokens)", file=where, field="text"))
+                                 f"{tok.specials} special tokens){fits}", file=where,
+                                 field="text"))
     rows = [list(tok.prefix) + ids[i * body:(i + 1) * body] + list(tok.suffix)
             for i in range(count)]
     return np.array(rows, dtype=np.int64)
