@@ -51,7 +51,7 @@ def _option(study: Study, field: str) -> Any:
     info = study.spec.model_fields[field]
     shape = flag_shape(info.annotation)
     style = study.flags.get(field, Flag())
-    opt = "--" + field.replace("_", "-")
+    opt = study.flag_name(field)
     help_ = info.description or ""
     if shape == "bool" and style.switch:
         return click.option(opt, field, cls=SpecOption, is_flag=True, default=None,
