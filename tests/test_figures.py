@@ -281,3 +281,13 @@ def test_a_deep_models_entropy_figure_keeps_every_text_on_its_canvas() -> None:
                                 {"n": [32, 128], "series": dict(list(series.items())[:6]),
                                  "where": "m, d_k = 32"}))
     assert few.axes[0].get_legend() is not None
+
+
+def test_a_figures_grid_is_rows_cols_or_matplotlibs_nrows_ncols() -> None:
+    from sdpa_cli.framework import figure_style as style
+
+    for args, kw, shape in (((1, 2), {}, (1, 2)), ((), {"ncols": 2}, (1, 2)),
+                            ((), {"nrows": 3, "ncols": 2, "sharex": True}, (3, 2)),
+                            ((), {}, (1, 1))):
+        _, axes = style.new(6.0, 3.0, *args, **kw)
+        assert axes.shape == shape, (args, kw)  # always a 2-d grid: axes[row][col]
