@@ -17,7 +17,8 @@ from sdpa_cli.cli.options import (
     common_options,
     spec_overrides,
 )
-from sdpa_cli.framework.declaration import Flag, Study, flag_shape
+from sdpa_cli.framework.declaration import Flag, Study
+from sdpa_cli.framework.flagshape import flag_shape
 from sdpa_cli.report import Settings
 from sdpa_cli.runner.study import study_command
 
