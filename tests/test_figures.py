@@ -333,3 +333,13 @@ def test_pooled_scores_of_a_deep_model_take_a_colour_scale_and_no_clip_spike() -
     assert len(colours) == 30
     few = _pooled(6).axes[0]  # a small model keeps its legend, one entry per layer
     assert len(few.get_legend().get_texts()) == 7
+
+
+def test_a_figures_grid_is_rows_cols_or_matplotlibs_nrows_ncols() -> None:
+    from sdpa_cli.framework import figure_style as style
+
+    for args, kw, shape in (((1, 2), {}, (1, 2)), ((), {"ncols": 2}, (1, 2)),
+                            ((), {"nrows": 3, "ncols": 2, "sharex": True}, (3, 2)),
+                            ((), {}, (1, 1))):
+        _, axes = style.new(6.0, 3.0, *args, **kw)
+        assert axes.shape == shape, (args, kw)  # always a 2-d grid: axes[row][col]

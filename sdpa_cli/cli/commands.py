@@ -17,7 +17,8 @@ from sdpa_cli.cli.options import (
     common_options,
     spec_overrides,
 )
-from sdpa_cli.framework.declaration import Flag, Study, flag_shape
+from sdpa_cli.framework.declaration import Flag, Study
+from sdpa_cli.framework.flagshape import flag_shape
 from sdpa_cli.io.topics import code_lines
 from sdpa_cli.report import Settings
 from sdpa_cli.runner.study import study_command
@@ -52,7 +53,7 @@ def _option(study: Study, field: str) -> Any:
     info = study.spec.model_fields[field]
     shape = flag_shape(info.annotation)
     style = study.flags.get(field, Flag())
-    opt = "--" + field.replace("_", "-")
+    opt = study.flag_name(field)
     help_ = info.description or ""
     if shape == "bool" and style.switch:
         return click.option(opt, field, cls=SpecOption, is_flag=True, default=None,
