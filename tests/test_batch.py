@@ -124,6 +124,7 @@ class _Page(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 def test_report_links_its_figures_and_is_complete(sdpa, workdir, specs):
     assert sdpa("run", str(specs), "-q").code == 0
     root = workdir / "outputs"

@@ -204,6 +204,7 @@ def test_resolved_spec_in_the_run_folder_runs_again_to_the_same_numbers(sdpa, wo
     assert [r["dim"] for r in first["rows"]] == [64, 64]
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("args,figures", [
     (("softmax-sweep", "--dims", "64", "--keys", "10"), {"attention_picture.png"}),
     (("softmax-sweep", "--dims", "8", "64", "--keys", "10", "20"),

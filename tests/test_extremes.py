@@ -14,6 +14,7 @@ def _rows(sdpa, *args, plots=False):
     return r.json()["rows"], r.json()["checks"]
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("std", ["1e-150", "1e150"])
 def test_tiny_and_huge_std(sdpa, std):
     rows, checks = _rows(sdpa, "variance", "--std", std, "--dims", "3", "1000", plots=True)
@@ -92,6 +93,7 @@ def test_score_spreads_from_1e_minus_300_to_1e300(sdpa):
     assert frozen["mean_frobenius"] == 0.0
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
 def test_random_vectors_with_huge_components(sdpa, study):
     rows, _ = _rows(sdpa, study, "--dims", "64", "--keys", "8", "--std", "1e150", "--trials",

@@ -71,6 +71,7 @@ def test_full_stdout_is_one_line_not_an_internal_error(tmp_path):
     assert manifest.run_folder_problem(tmp_path / "run") == ""  # the folder is whole
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"},
                                  {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}],
                          ids=["pythonioencoding-ascii", "lc-all-c"])
@@ -101,6 +102,7 @@ def test_out_name_not_utf8_is_written_and_echoed_escaped(tmp_path):
 # --- symlinked targets: the link stays, no temporary link is left ------------------------------
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("how", ["out", "outputs"])
 def test_symlinked_run_folder_keeps_its_link_and_leaves_nothing(tmp_path, how):
     assert _sdpa([*SMALL, "--out", "real"], tmp_path).returncode == 0

@@ -101,6 +101,7 @@ def _compare_with_loops(causal: bool, align: float, sigma: float, n: int, dm: in
         assert abs(row["frozen_share"] - fr.mean()) <= K * se + 1e-12
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("causal,align,sigma", [(False, 0.0, 1.0), (True, 0.6, 1.5)],
                          ids=["full", "causal-aligned"])
 def test_study_agrees_with_a_plain_loop_model(causal: bool, align: float, sigma: float) -> None:
