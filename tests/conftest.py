@@ -69,6 +69,23 @@ def write_spec(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: {seed}\n"
+FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
+
+
+@pytest.fixture
+def specs(workdir: Path) -> Path:
+    """A batch folder of three specs: a-ok and c-ok pass, b-failing's standard-error check
+    fails (its tolerance is far below what 200 pairs give). A module that needs another
+    member overrides this fixture and edits the folder."""
+    folder = workdir / "specs"
+    folder.mkdir()
+    write_spec(folder, "a-ok.yaml", OK.format(seed=1))
+    write_spec(folder, "b-failing.yaml", FAILING)
+    write_spec(folder, "c-ok.yaml", OK.format(seed=2))
+    return folder
+
+
 # The quick tier runs these shipped specs through the per-spec tests (one or two per study and
 # figure kind); the rest run in the slow tier (`pytest -m slow`, which .ci/run runs).
 # A shipped spec whose estimated work is above this (about a second) runs in the slow tier

@@ -13,19 +13,6 @@ import pytest
 import yaml
 from conftest import per_spec, write_spec
 
-OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: {seed}\n"
-FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
-
-
-@pytest.fixture
-def specs(workdir: Path) -> Path:
-    folder = workdir / "specs"
-    folder.mkdir()
-    write_spec(folder, "a-ok.yaml", OK.format(seed=1))
-    write_spec(folder, "b-failing.yaml", FAILING)
-    write_spec(folder, "c-ok.yaml", OK.format(seed=2))
-    return folder
-
 
 def _status(workdir: Path, name: str) -> dict:
     return json.loads((workdir / "outputs" / name / "results.json").read_text())
