@@ -318,7 +318,7 @@ def test_the_results_json_fits_the_shipped_schemas(sdpa, workdir: Path):
     broken = {**doc, "interventions": {**doc["interventions"], "rows": [{"layer": "x"}]}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validators.validator_for(own)(own).validate(broken)
-    assert "Next-token loss" in got.err and "× scale" in got.err
+    assert "Next-token loss" in got.out and "× scale" in got.out
 
 
 @pytest.mark.parametrize(("args", "said"), [

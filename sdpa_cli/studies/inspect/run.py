@@ -140,10 +140,10 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
             "Independent q, k with unit components: q·k has std √d_k; ÷√d_k makes it 1.",),
         notes=notes,
         figures=figures(spec, rows, hist, picture, got.ckpt.shape) if ctx.figures else (),
-        findings=(*findings(spec, rows, got.ckpt.shape), _pattern(spec, rows, picture),
-                  *head_findings(rows, spec.seq_len, induction),
-                  *prenorm_findings(rows, spec.seq_len), *bound_findings(rows, spec.seq_len, d),
-                  *interventions.findings(scale, d)),
+        # a run that changes the scale asks whether the model needs it: that answer first
+        findings=(*interventions.findings(scale, d), *findings(spec, rows, got.ckpt.shape),
+                  _pattern(spec, rows, picture), *head_findings(rows, spec.seq_len, induction),
+                  *prenorm_findings(rows, spec.seq_len), *bound_findings(rows, spec.seq_len, d)),
         expect=expect(),
     )
     # what was read, so a result names its checkpoint, tokenizer, text and tokens exactly
