@@ -51,6 +51,7 @@ class Measured:
 
     stats: Mapping[str, tuple[float, float]]
     median_frobenius: tuple[float, float] | None = None
+    largest: Mapping[str, float] = field(default_factory=dict)  # each statistic's maximum
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class _Fold:
         for i, parts in enumerate(self.parts):
             stats = {name: _mean_se(m) for name, m in parts.items()}
             med = self.medians[i].result() if self.medians is not None else None
-            measured.append(Measured(stats, med))
+            measured.append(Measured(stats, med, {name: m.max for name, m in parts.items()}))
         return Cell(trials, tuple(measured), dict(self.probes), self.first)
 
 
@@ -186,11 +187,23 @@ def vector_job(
                 probes[f"{v.label}@diag"] = scale * src[:, 0, 0]
             st = sat.row_stats(src, scale, threshold=threshold, jacobian=jacobian)
             per_trial = {name: values.mean(axis=1) for name, values in st.items()}
+            per_trial.update(_score_spread(src, scale))
             out.append((_moments(per_trial), st["frobenius"] if jacobian else None))
         return out, _moments(probes), first
 
     fold = _Fold(len(variants), trials, medians=jacobian)
     return Job(blocks, work, fold, fold)
+
+
+def _score_spread(src: np.ndarray, scale: float) -> dict[str, np.ndarray]:
+    """Per trial: the largest |softmax input| over its rows and keys (a bound such as
+    cosine's |cos| ≤ 1 is checked on every score), and the variance of a row's inputs
+    averaged over its rows (the spread the softmax sees, a query's own key included)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = np.where(np.isfinite(src), scale * src, np.nan)  # masked keys are no scores
+        top = np.nanmax(np.abs(x), axis=(1, 2))
+        spread = np.nanmean(np.nanvar(x, axis=-1), axis=-1)
+    return {"max_abs_score": top, "row_score_var": spread}
 
 
 def additive_job(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tuple[int, ...],
