@@ -20,7 +20,8 @@ def half_dots(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     products, a float32 accumulator, the sum stored back in float16 (±inf beyond 65504)."""
     products = np.multiply(q.astype(np.float16), k.astype(np.float16))
     with np.errstate(over="ignore"):
-        return products.sum(axis=-1, dtype=np.float32).astype(np.float16)
+        out: np.ndarray = products.sum(axis=-1, dtype=np.float32).astype(np.float16)
+    return out
 
 
 def _worst(x: np.ndarray, truth: np.ndarray) -> float | None:

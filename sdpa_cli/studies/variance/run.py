@@ -25,9 +25,8 @@ from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.variance import derived
+from sdpa_cli.studies.variance import derived, half
 from sdpa_cli.studies.variance import figure_data as variance_figures
-from sdpa_cli.studies.variance import half
 from sdpa_cli.studies.variance.engine import DotStats, simulate_dots
 from sdpa_cli.studies.variance.rows import (
     COLUMNS,
