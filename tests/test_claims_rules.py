@@ -52,3 +52,20 @@ def test_004s_stable_variance_is_not_stable_for_aligned_queries() -> None:
     assert sqrt[1024]["row_score_var"] > 8 * sqrt[16]["row_score_var"]
     a = _claim(r, "stable variance under ÷√d_k")
     assert a.status == "untested" and "premise does not hold" in (a.reason or "")
+
+
+def test_the_sigma_fourth_claims_are_judged_where_sigma_squared_would_differ() -> None:
+    from sdpa_cli.studies.variance import run as variance
+
+    spec = loader.load(EXPERIMENTS / "variance" / "sigma-fourth.yaml", study="variance")
+    assert spec.std != 1  # at σ = 1, σ⁴ = σ² and no run tells them apart
+    for claim in spec.claims:
+        for t in claim.tests:  # each bar is d·σ⁴ (or σ⁴), never d·σ²
+            d = int(t.row["dim"]) if t.row.get("scaling") == "none" else 1
+            assert t.value == pytest.approx(d * spec.std**4)
+            assert abs(t.value - d * spec.std**2) > 2 * t.value / 3
+    r = variance.run(spec.model_copy(update={"pairs": 2000}))
+    verdicts = [a.status for a in r.audit if a.kind == "claim"]
+    assert verdicts == ["holds", "holds"]
+    multi = loader.load(EXPERIMENTS / "variance" / "multi-head.yaml", study="variance")
+    assert not any("σ⁴" in c.claim for c in multi.claims)  # not judged at σ = 1
