@@ -19,6 +19,7 @@ CONTRACT = ("dim", "scaling", "norm", "mlp", "layers", "layer",
             "grad_wk_mean", "grad_wk_se", "grad_wk_median",
             "grad_wv_mean", "grad_wv_se", "grad_wv_median",
             "frozen_share", "frozen_share_se", "softmax_pass", "softmax_pass_se",
+            "softmax_pass_median", "softmax_pass_lo", "softmax_pass_hi",
             "token_cosine", "token_cosine_se")
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments" / "depth"
 

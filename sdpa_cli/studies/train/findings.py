@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from sdpa_cli.framework.result import AuditEntry, Column
+from sdpa_cli.numerics.bootstrap import median_interval
 from sdpa_cli.studies.train import recall
 from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
@@ -32,8 +33,6 @@ LR_SRC = f"{D1}, Low Learning Rates, line 714"
 COMPARISON_SRC = f"{D0}, Implementation Comparison, line 842"
 LR_CLAIM = "unscaled attention \"requires much smaller learning rates\""
 LR_SWEEP = "lr-sweep"  # experiments/train/slow/lr-sweep.yaml: the sweep that judges it
-BOOTSTRAP = 2000  # resamples for the interval of a median
-INTERVAL = 0.95
 ONE_HOT = 0.1  # a query row counts as collapsed when its entropy is below this share of ln n
 ONE_HOT_RANGE = (0.05, 0.2)  # the bars a reader could fairly choose instead (issue 34)
 NUDGED = "robust: the same verdict with the initial weights nudged by 1e-12"
@@ -189,18 +188,6 @@ def _instability_claim(worse: dict[str, int], big: int, ref: str, *,
                     "unscaled attention: \"unstable for large d_k\"", verdict=verdict,
                     evidence=f"{how}{only}: " + evidence + " (worse: fewer seeds reach the "
                              "target, or the seed ranges of steps or final loss do not overlap)")
-
-
-def median_interval(x: np.ndarray, seed: int) -> tuple[float, float, float]:
-    """(median, lower, upper): the percentile bootstrap's INTERVAL for the median of x,
-    BOOTSTRAP resamples drawn from a generator of `seed` (the same interval every run)."""
-    x = np.asarray(x, dtype=float)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, x.size, size=(BOOTSTRAP, x.size))
-    medians = np.median(x[picks], axis=1)
-    tail = (1.0 - INTERVAL) / 2.0
-    lo, hi = np.quantile(medians, [tail, 1.0 - tail])
-    return float(np.median(x)), float(lo), float(hi)
 
 
 def _collapse_claim(rows: list[TrainRow], big: int, keys: int, init: np.ndarray | None,
