@@ -10,7 +10,6 @@ import math
 from dataclasses import fields
 
 import numpy as np
-import pytest
 from conftest import EXPERIMENTS
 
 from sdpa_cli.numerics.bootstrap import median_interval

@@ -215,9 +215,8 @@ def _saturated_first_block(rows: Sequence[Row], per_trial: Mapping[str, np.ndarr
     times = f" ({plain(pa / pb)}×)" if pa is not None and pb else ""
     with np.errstate(all="ignore"):
         paired = per_trial[most["scaling"]][1] / per_trial[least["scaling"]][1]
-    arrive, arrive_lo, arrive_hi = median_interval(paired, seed)
-    if not np.isfinite(arrive):
-        arrive = None
+    mid, arrive_lo, arrive_hi = median_interval(paired, seed)
+    arrive = mid if np.isfinite(mid) else None
     verdict = (f"it passes less{times}: saturation starves the gradient through its "
                "softmax" if less else
                f"it passes more{times}: saturation does not starve it" if more else
