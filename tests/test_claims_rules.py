@@ -30,7 +30,7 @@ def independent() -> Result:
 
 def test_the_cosine_claim_is_the_bound_the_document_states(independent: Result) -> None:
     a = _claim(independent, "unit vectors bounds the scores")
-    assert "[−1, 1] regardless of dimension" in a.quantity and a.source.endswith("line 477")
+    assert "[−1, 1] regardless of dimension" in a.quantity and a.source.endswith("471, 477")
     assert a.status == "holds"
     rows = {r["dim"]: r for r in independent.rows if r.get("scaling") == "cosine:0.1"}
     for r in rows.values():  # |cos/τ| ≤ 1/τ = 10 on every score of every trial
