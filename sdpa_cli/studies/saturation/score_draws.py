@@ -192,7 +192,8 @@ def vector_job(
             if id(src) not in spreads:
                 spreads[id(src)] = _score_spread(src, masked)
             top, var = spreads[id(src)]
-            per_trial.update(max_abs_score=scale * top, row_score_var=scale * scale * var)
+            per_trial.update(max_abs_score=_held(scale, top, 1),
+                             row_score_var=_held(scale, var, 2))
             out.append((_moments(per_trial), st["frobenius"] if jacobian else None))
         return out, _moments(probes), first
 
@@ -201,6 +202,16 @@ def vector_job(
 
 
 SPREAD_ROWS = 4
+# Beyond this a value's fourth power (the running moments keep it) would overflow float64: such
+# a spread is reported as null, as the rows report every number float64 cannot hold.
+HELD = 1e70
+
+
+def _held(scale: float, x: np.ndarray, power: int) -> np.ndarray:
+    """scale**power · x, null (NaN) where it reaches HELD."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = np.float64(scale) ** power * x  # a NumPy power: inf past float64, no exception
+        return np.where(np.abs(y) < HELD, y, np.nan)
 
 
 def _score_spread(src: np.ndarray, masked: bool) -> tuple[np.ndarray, np.ndarray]:
