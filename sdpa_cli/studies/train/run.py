@@ -102,8 +102,8 @@ def init_entropies(spec: TrainSpec) -> np.ndarray | None:
     """The unscaled query row's mean entropy at step 1, at the largest d_k, for INIT_DRAWS
     initialisations drawn as train_one draws seed i's (its weights, its first batch)."""
     rule = next((s for s in spec.scalings if s.label == "none"), None)
-    if rule is None or spec.seed is None:
-        return None
+    if rule is None or spec.seed is None or spec.beyond is not None:
+        return None  # a run beyond the claims' setting decides none: its seeds will do
     d = max(spec.dims)
     task = task_for(spec, d)
     out = np.empty(max(INIT_DRAWS, spec.seeds))
