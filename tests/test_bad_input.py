@@ -191,7 +191,7 @@ CORPUS = [
     Bad("unknown-example", ["worked-example", "money-bank"], "no spec named 'money-bank' "
         "(did you mean 'money-bank-grows'?)", {}, "worked-example:"),
     Bad("unknown-spec-name", ["variance", "day74-dim"], "no spec named 'day74-dim' "
-        "(did you mean 'day74-dims'?); names: balanced-split, day74-dims", {}, "variance:"),
+        "(did you mean 'day74-dims'?); `sdpa variance --list` shows them", {}, "variance:"),
     Bad("run-missing-path", ["run", "nowhere"], "no such file or folder", {}, "nowhere:"),
     Bad("run-empty-folder", ["run", "emptydir"], "folder holds no *.yaml spec",
         {"emptydir/readme.txt": "no specs"}, "emptydir:"),

@@ -139,3 +139,33 @@ def test_one_claim_one_verdict_across_runs() -> None:
     elsewhere = judge(claim(below(16), document="004_460f19dac2f37f7f.txt"), lookup, "d.txt",
                       "x")
     assert len(verdicts([inside, elsewhere])) == 2
+
+
+def test_a_claim_that_points_to_its_judge_is_untested_here_and_never_decides() -> None:
+    pointer = Claim.model_validate({"where": "Summary", "claim": "stays below one half",
+                                    "untested": "this example trains nothing",
+                                    "judged_by": "train-scaled-vs-unscaled"})
+    a = judge(pointer, lookup, "d.txt", "cost-arithmetic")
+    assert a.status == "untested" and not a.decides
+    assert a.reason == "this example trains nothing; judged by train-scaled-vs-unscaled"
+    measured = judge(claim(below(16)), lookup, "d.txt", "train-scaled-vs-unscaled")
+    [v] = verdicts([a, measured])
+    assert v.status == "holds" and v.entries[0].spec_name == "train-scaled-vs-unscaled"
+
+
+def test_what_a_claim_does_not_imply_is_shown_beside_it_and_not_counted() -> None:
+    c = claim(below(16), beside=[below(1024)])  # the aside fails; the verdict is the tests'
+    a = judge(c, lookup, "d.txt", "s")
+    assert a.status == "holds"
+    assert "[what the claim does not imply: max_prob (dim 1024) = 0.99 ± 0.001 < 0.5: no]" \
+        in (a.measurement or "")
+    with pytest.raises(ValidationError, match="beside: needs tests:"):
+        Claim.model_validate({"where": "x", "claim": "y", "untested": "why",
+                              "beside": [below(16)]})
+
+
+def test_a_claim_cites_the_lines_of_its_document() -> None:
+    a = judge(claim(below(16), lines=[477]), lookup, "001.txt", "s")
+    assert a.source == "001.txt, Summary, line 477"
+    b = judge(claim(below(16), lines=[710, 711]), lookup, "001.txt", "s")
+    assert b.source.endswith(", lines 710, 711")

@@ -75,7 +75,16 @@ def compare(
         basis=basis,
         accepted=entry.accepted,
         note=entry.note,
+        line=printed_line(entry),
+        cites=entry.cites,
     )
+
+
+def printed_line(entry: Documented) -> str:
+    """The printed line a number is on: where the document prints it and, in a table, the
+    row (a histogram's range, −6 to +6, is one line; two rows of one column are two)."""
+    at = ", ".join(f"{k}={entry.row[k]}" for k in sorted(entry.row))
+    return entry.where + (f" [{at}]" if at else "")
 
 
 def _names_file(entry: Documented) -> bool:

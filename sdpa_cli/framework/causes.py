@@ -40,10 +40,11 @@ class Replay:
     inputs: tuple[Key, ...]  # the printed inputs used (the rest came from the exact chain)
     spread: float  # how far the inputs' own rounding (half a unit each) can move the value
 
-    def reaches(self, a: AuditEntry) -> bool:
+    def reaches(self, a: AuditEntry, tolerance: float | None = None) -> bool:
         """Does some reading of the printed inputs give the printed number (within its own
-        tolerance and the inputs' rounding)?"""
-        return abs(a.documented - self.value) <= (a.tolerance + self.spread) * (1 + 1e-9) + 1e-12
+        tolerance, or `tolerance`, and the inputs' rounding)?"""
+        tol = a.tolerance if tolerance is None else tolerance
+        return abs(a.documented - self.value) <= (tol + self.spread) * (1 + 1e-9) + 1e-12
 
 
 # replayer(key, printed) -> Replay | None; `printed(key)` gives the document's first printed
@@ -85,6 +86,10 @@ def classify(
     for i, (part, doc, a) in enumerate(pairs):
         key = key_of(part, a.quantity, doc.row)
         if a.status != "mismatch":
+            a = _identity(i, part, doc, a, key, first, pairs, out, printed, state, replayer)
+            if a.status == "mismatch":
+                flip = doc.material or (materiality(doc, a) if materiality else None)
+                a = dataclasses.replace(a, material=flip, root=a.label)
             out.append(a)
             continue
         a = _cause(i, part, doc, a, key, first, pairs, out, printed, state, replayer)
@@ -108,7 +113,7 @@ def _cause(
     j = first[key]
     if j < i:  # the document prints this number again: a restatement of the first print
         earlier = out[j]
-        tol = max(earlier.tolerance, a.tolerance)
+        tol = max(rounding_tolerance(pairs[j][1], earlier), rounding_tolerance(doc, a))
         if abs(earlier.documented - a.documented) > tol * (1 + 1e-9):
             return dataclasses.replace(a, cause="inconsistent", from_=earlier.label)
         if earlier.status == "mismatch":  # its replay is the first print, within either's tolerance
@@ -116,12 +121,12 @@ def _cause(
                 a, cause="rounding" if earlier.cause == "rounding" else "carried",
                 from_=earlier.label,
                 root=None if earlier.cause == "rounding" else (earlier.root or earlier.label),
-                replayed=earlier.documented, replay_spread=tol - a.tolerance)
+                replayed=earlier.documented, replay_spread=max(0.0, tol - a.tolerance))
     replay = _replay(doc, key, printed, replayer)
     if replay is None:  # no reading of printed inputs: whatever `cause:` says, its own
         return dataclasses.replace(a, cause="own")
     a = dataclasses.replace(a, replayed=replay.value, replay_spread=replay.spread)
-    if not replay.reaches(a):
+    if not replay.reaches(a, rounding_tolerance(doc, a)):
         return dataclasses.replace(a, cause="own")
     if doc.cause is not None:  # carried or rounding, as the spec says (the replay holds)
         src = state((part, doc.from_)) if doc.from_ else None
@@ -140,6 +145,53 @@ def _cause(
         return dataclasses.replace(a, cause="carried", from_=src.label,
                                    root=src.root or src.label)
     return dataclasses.replace(a, cause="rounding")
+
+
+def rounding_tolerance(doc: Documented, a: AuditEntry) -> float:
+    """How far a print may sit from what its own printed inputs give: the rounding of its
+    digits (half a unit of the last, a whole one after "≈"), or the spec's explicit
+    tolerance; never a Monte Carlo allowance, which says how far a draw may sit from the
+    truth, not how far one printed number may sit from another it follows from."""
+    if doc.tolerance is not None or doc.rel_tolerance is not None:
+        return a.tolerance
+    try:
+        p = Printed.parse(a.printed)
+    except ValueError:
+        return a.tolerance
+    return p.unit if (p.approx or doc.approx) else p.unit / 2.0
+
+
+def _identity(
+    i: int, part: str, doc: Documented, a: AuditEntry, key: Key, first: dict[Key, int],
+    pairs: Sequence[tuple[str, Documented, AuditEntry]], out: Sequence[AuditEntry],
+    printed: Callable[[Key], Printed | None], state: Callable[[Key], AuditEntry | None],
+    replayer: Replayer | None,
+) -> AuditEntry:
+    """A number that matches the truth (within its tolerance, Monte Carlo's included) and
+    yet does not follow from the printed numbers it follows from by an identity (a restated
+    print, a quotient, a derived column) beyond their rounding: `inconsistent`."""
+    tol = rounding_tolerance(doc, a)
+    j = first[key]
+    if j < i:  # a restatement: the same number printed again
+        earlier_doc, earlier = pairs[j][1], pairs[j][2]
+        tol = max(tol, rounding_tolerance(earlier_doc, earlier))
+        if abs(earlier.documented - a.documented) > tol * (1 + 1e-9) + 1e-12:
+            return dataclasses.replace(a, status="mismatch", cause="inconsistent",
+                                       from_=earlier.label)
+        return a
+    replay = _replay(doc, key, printed, replayer)
+    if replay is None or (not replay.inputs and doc.replay is None) or replay.reaches(a, tol):
+        return a
+    seen = [out[first[k]] if first[k] < len(out) else pairs[first[k]][2]
+            for k in replay.inputs if k in first]
+    named = state((part, doc.from_)) if doc.from_ else None  # `from:` names the input
+    seen += [named] if named is not None else []
+    if any(s.status == "mismatch" and s.cause != "rounding" for s in seen):
+        return a  # a right number beside a wrong input: that input's error, counted there
+    inputs = [s.label for s in seen]
+    return dataclasses.replace(a, status="mismatch", cause="inconsistent",
+                               from_=", ".join(inputs) or doc.replay,
+                               replayed=replay.value, replay_spread=replay.spread)
 
 
 def _replay(doc: Documented, key: Key, printed: Callable[[Key], Printed | None],
@@ -189,6 +241,9 @@ class Tally:
     # Of `carried`, those whose root error is printed outside these entries (a sibling
     # spec's table): "them" would name the wrong errors.
     elsewhere: int = 0
+    # Root errors of a publication a spec cites (`cites:`), not of the documents: shown
+    # apart, never among the documents' own.
+    cited: int = 0
 
     def headline(self, whose: str = "its") -> str:
         """'5 errors of its own, 2 inconsistencies; 126 values inherit them, …' (`whose`:
@@ -212,6 +267,8 @@ class Tally:
                 "errors printed elsewhere in the document"
         if self.rounding:
             text += f", {self.rounding} differ by rounding only"
+        if self.cited:
+            text += "; " + _count(self.cited, "error", "errors") + " in a cited paper"
         return text + f"; {self.matched} of {self.numbers} match"
 
 
@@ -220,12 +277,14 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def tally(audit: Sequence[AuditEntry]) -> Tally:
-    """Root errors are counted once per printed line (a printed row is one error), the
-    values that inherit them once per number."""
+    """Root errors are counted once per printed line (a printed row, matrix or range is one
+    error), the values that inherit them once per number. A number quoted from a cited
+    publication (`cites:`) is not the documents': its errors are counted apart."""
     numbers = [a for a in audit if a.kind == "number"]
-    own = _distinct(a for a in numbers if a.is_root and a.cause != "inconsistent")
-    inconsistent = _distinct(a for a in numbers if a.cause == "inconsistent")
-    material = _distinct(a for a in numbers if a.is_root and a.material)
+    mine = [a for a in numbers if a.cites is None]
+    own = _distinct(a for a in mine if a.is_root and a.cause != "inconsistent")
+    inconsistent = _distinct(a for a in mine if a.cause == "inconsistent")
+    material = _distinct(a for a in mine if a.is_root and a.material)
     roots = {a.label for a in numbers if a.is_root}
     return Tally(
         own=len(own), inconsistent=len(inconsistent),
@@ -234,7 +293,8 @@ def tally(audit: Sequence[AuditEntry]) -> Tally:
                       for a in numbers),
         rounding=sum(a.cause == "rounding" for a in numbers),
         material=len(material),
-        matched=sum(a.status == "match" for a in numbers), numbers=len(numbers))
+        matched=sum(a.status == "match" for a in numbers), numbers=len(numbers),
+        cited=len(_distinct(a for a in numbers if a.cites is not None and a.is_root)))
 
 
 def _distinct(roots: Iterable[AuditEntry]) -> set[tuple[object, ...]]:
@@ -249,8 +309,9 @@ def _distinct(roots: Iterable[AuditEntry]) -> set[tuple[object, ...]]:
 
 
 def _line(a: AuditEntry) -> tuple[str, str]:
-    """A printed line: where it is printed and the quantity without its element index."""
-    return a.source, a.quantity.split("[", 1)[0]
+    """A printed line: where it is printed and its table row (`line`); an entry written
+    before lines were recorded, by its quantity without its element index."""
+    return a.source, a.line if a.line is not None else a.quantity.split("[", 1)[0]
 
 
 def grouped(audit: Sequence[AuditEntry]
@@ -281,6 +342,7 @@ def counts(audit: Sequence[AuditEntry]) -> dict[str, int]:
     t = tally(audit)
     found = verdicts(audit)
     return {"own": t.own, "inconsistent": t.inconsistent, "material": t.material,
+            "cited": t.cited,
             "carried": t.carried, "rounding": t.rounding, "matched": t.matched,
             "numbers": t.numbers,
             **{f"claims_{s}": sum(v.status == s for v in found) for s in CLAIM_STATUSES}}

@@ -105,6 +105,9 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
     reason) leaves the claim untested, and says why."""
     document = claim.document or document
     source = f"{document}, {claim.where}" if document else claim.where
+    if claim.lines:
+        source += ", line" + ("s " if len(claim.lines) > 1 else " ") + ", ".join(
+            str(n) for n in claim.lines)
 
     def entry(status: str, computed: float | None = None, measurement: str | None = None,
               uncertainty: float | None = None, reason: str | None = None,
@@ -114,10 +117,14 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
                           basis="claim", note=claim.note, kind="claim",
                           measurement=measurement, spec_name=spec_name,
                           uncertainty=uncertainty, reason=reason, premise=premise,
-                          robustness=robustness, decides=claim.beyond is None)
+                          robustness=robustness,
+                          decides=claim.beyond is None and claim.judged_by is None)
 
     if skipped is not None:
         return entry("untested", reason=f"this run measured nothing: {skipped}")
+    if claim.judged_by is not None:
+        return entry("untested", reason=(f"{claim.untested}; " if claim.untested else "")
+                     + f"judged by {claim.judged_by}")
     if not claim.tests:
         return entry("untested", reason=claim.untested)
     premise: list[Outcome] = []
@@ -148,6 +155,10 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
     robustness = ("fragile: " + "; ".join(flips) if flips else
                   "robust: " + "; ".join(robust) if robust else None)
     measurement = "; ".join(o.text for o in outcomes)
+    aside = [_test(t, lookup, claim.where, k) for t in claim.beside]
+    if aside:
+        measurement += " [what the claim does not imply: " + "; ".join(
+            a if isinstance(a, str) else a.text for a in aside) + "]"
     if claim.beyond:
         measurement += f" [beyond the claim's setting: {claim.beyond}]"
     return entry(status, outcomes[0].value, measurement, max(o.se for o in outcomes),
@@ -155,12 +166,11 @@ def judge(claim: Claim, lookup: Lookup, document: str, spec_name: str,
 
 
 def judge_all(claims: Sequence[Claim], lookup: Lookup, document: str, spec_name: str,
-              k: float = NOISE_SE, *, beyond: str | None = None,
-              skipped: str | None = None) -> tuple[AuditEntry, ...]:
-    """Every claim of a spec; `beyond` (the spec's own) applies to those that set none;
-    `skipped`: the run measured nothing, for this reason (each claim untested, saying so)."""
-    return tuple(judge(c if c.beyond or not beyond else c.model_copy(update={"beyond": beyond}),
-                       lookup, document, spec_name, k, skipped=skipped) for c in claims)
+              k: float = NOISE_SE, *, skipped: str | None = None) -> tuple[AuditEntry, ...]:
+    """Every claim of a spec, each in its own setting (`beyond:` is the claim's: a spec may
+    decide one claim and judge another beyond its setting); `skipped`: the run measured
+    nothing, for this reason (each claim untested, saying so)."""
+    return tuple(judge(c, lookup, document, spec_name, k, skipped=skipped) for c in claims)
 
 
 # --- one verdict per claim ------------------------------------------------------------------

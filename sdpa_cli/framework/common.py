@@ -90,7 +90,7 @@ def assemble(
                               for part, doc, a in pairs})
     audit = own_entries(classify(pairs, replayer), mine)
     audit += judge_all(spec.claims, lookup, spec.document, spec.name or study,
-                       spec.se_tolerance, beyond=spec.beyond)
+                       spec.se_tolerance)
     check = audit_check(audit)
     return Result(
         study=study,
@@ -120,7 +120,7 @@ def skipped(spec: Any, *, study: str, title: str, table: Table, reason: str,
                   description=spec.description, spec=spec.model_dump(mode="json"),
                   table=table, checks=tuple(checks), skipped=reason,
                   audit=judge_all(spec.claims, _unmeasured, spec.document, name,
-                                  beyond=spec.beyond, skipped=reason))
+                                  skipped=reason))
 
 
 def _unmeasured(entry: Documented, quantity: str) -> tuple[float | None, float | None]:

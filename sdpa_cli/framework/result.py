@@ -128,6 +128,11 @@ class AuditEntry:
     premise: str | None = None
     robustness: str | None = None
     decides: bool = True
+    # The printed line a number is on (its `where:` and table row): a printed row, matrix or
+    # range is one error however many numbers it holds. `cites`: the publication it quotes
+    # when that is not one of the documents (its errors are not the documents' own).
+    line: str | None = None
+    cites: str | None = None
 
     @property
     def fragile(self) -> bool:
@@ -369,6 +374,10 @@ def audit_extra(a: AuditEntry) -> dict[str, Any]:
             out["material"] = a.material is not None
             if a.material is not None:
                 out["conclusion"] = a.material
+        if a.line is not None:
+            out["line"] = a.line
+        if a.cites is not None:
+            out["cites"] = a.cites
     else:
         out.update({"measurement": a.measurement, "spec": a.spec_name,
                     "uncertainty": a.uncertainty, "reason": a.reason,

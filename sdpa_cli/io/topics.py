@@ -104,14 +104,14 @@ def _comment(lead: str, mark: str, text: str, width: int) -> list[str]:
 
 
 # A comment, or code (a block or a span, kept whole): a comment inside code is its text.
-_COMMENT = re.compile(r"(?P<code>```.*?```|`[^`\n]*`)|<!--.*?-->", re.S)
+_HIDDEN = re.compile(r"(?P<code>```.*?```|`[^`\n]*`)|<!--.*?-->", re.S)
 
 
 def markdown(page: str) -> Markdown:
     """A topic page as rich renders it for a terminal: the comments that say which command
     made each number dropped, paragraphs and lists wrapped to the width, tables fitted
     (their columns fold), code blocks verbatim (with any comment a page's code shows)."""
-    text = _COMMENT.sub(lambda m: m["code"] or "", page)
+    text = _HIDDEN.sub(lambda m: m["code"] or "", page)
     return _Page(re.sub(r"\n{3,}", "\n\n", text), hyperlinks=False)
 
 

@@ -314,12 +314,20 @@ class Claim(Model):
     # The document file when it is not the spec's own (a claim several documents make is
     # judged where it is measured).
     document: str | None = Field(None, pattern=r"^\S+\.(txt|md|ipynb)$")
+    # The lines of the document file that state it (1 = the file's first line).
+    lines: list[PosInt] = []
     claim: str = Field(min_length=1)  # the statement in sdpa's words (never copied)
     # What the claim takes for granted (saturation happens, the variance is stable): tested
     # and reported beside the verdict, never part of it; when it fails the claim is untested.
     premise: list[ClaimTest] = []
     tests: list[ClaimTest] = []  # the decisive tests: the verdict is theirs
+    # Measured and shown beside the verdict, never counted: what the claim does not imply
+    # (a bound by construction says nothing of the attention it gives).
+    beside: list[ClaimTest] = []
     untested: str | None = Field(None, min_length=1)  # why no run here can measure it
+    # The shipped spec that judges this claim (this run only points there, `untested:` may
+    # say why): the entry is untested here, says where it is judged, and never decides.
+    judged_by: str | None = Field(None, pattern=NAME_PATTERN)
     note: str | None = None  # what the verdict rests on, in a few words
     # Several specs may judge one claim; the batch shows one verdict, that of the specs that
     # decide. A spec that tests it beyond the claim's own setting says so here, and then
@@ -328,12 +336,15 @@ class Claim(Model):
 
     @model_validator(mode="after")
     def _tested_or_why(self) -> Claim:
-        if not self.tests and not self.untested:
-            raise ValueError("a claim needs tests: or untested: (the reason)")
-        if self.tests and self.untested:
-            raise ValueError("a claim has tests: or untested:, not both")
+        if not self.tests and not self.untested and not self.judged_by:
+            raise ValueError("a claim needs tests: or untested: (the reason), or judged_by: "
+                             "(the spec that judges it)")
+        if self.tests and (self.untested or self.judged_by):
+            raise ValueError("a claim has tests: or untested: (and judged_by:), not both")
         if self.premise and not self.tests:
             raise ValueError("premise: needs tests: (the premise is reported beside them)")
+        if self.beside and not self.tests:
+            raise ValueError("beside: needs tests: (it is shown beside their verdict)")
         return self
 
 
@@ -370,8 +381,9 @@ class SpecBase(Model):
     documented: list[Documented] = []  # the document's printed numbers, audited
     claims: list[Claim] = []  # the document's statements this run judges (issue 28)
     answer: Answer | None = None  # its part of the answer the batch report opens on
-    # This run judges its claims (its spec's and those its study states itself) beyond their
-    # own setting, and says how: in a batch they are shown beside the deciding verdict.
+    # This run judges the claims its study states itself beyond their own setting, and says
+    # how: in a batch they are shown beside the deciding verdict. (A claim listed under
+    # `claims:` says its own `beyond:`, so a spec can decide one claim and not another.)
     beyond: str | None = Field(None, min_length=1)
     # The shipped specs whose rows hold the same values as this spec's and that print numbers
     # of the same document (set by the loader): the audit reads their printed numbers beside

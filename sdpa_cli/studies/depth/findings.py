@@ -11,6 +11,7 @@ import numpy as np
 from sdpa_cli.framework.common import plain
 from sdpa_cli.framework.result import Check
 from sdpa_cli.numerics.attention_grad import frobenius
+from sdpa_cli.numerics.bootstrap import median_interval
 from sdpa_cli.numerics.depth import Block, backward, forward, output
 from sdpa_cli.numerics.depth_trials import draw
 from sdpa_cli.numerics.rng import block_generator
@@ -110,11 +111,12 @@ def _span(values: Sequence[float | None], digits: str = ".3f") -> str:
 
 
 def verdicts(spec: DepthSpec, rows: Sequence[Row], summary: Sequence[Row],
-             first: Mapping[tuple[str, int], Mapping[str, np.ndarray]]
+             first: Mapping[tuple[str, int], Mapping[str, np.ndarray]], seed: int = 0
              ) -> tuple[str, ...]:
     """Plain sentences decided from the data: collapse and the W_Q ratio per norm, the
     saturated-first-block comparison per (norm, d_k), then the verdict on each account.
-    `first[(norm, d_k)][rule]` is block 0's ‖∂L/∂W_Q‖ per trial in the deepest stack."""
+    `first[(norm, d_k)][rule]` is block 0's per-trial values in the deepest stack (run.py's
+    _first_blocks); `seed` fixes the bootstrap intervals."""
     L = max(spec.layers)
     out: list[str] = []
     collapse_by_norm: dict[str, list[Row]] = {}  # norm → its deepest stacks
@@ -149,7 +151,8 @@ def verdicts(spec: DepthSpec, rows: Sequence[Row], summary: Sequence[Row],
                    "tokens' likeness, not by a gradient vanishing as a whole." if kept else
                    "In no stack does W_V keep its gradient while W_Q's vanishes."))
         for d in spec.dims:
-            line = _saturated_first_block(rows, first.get((nm, d), {}), nm, d, L, name)
+            line = _saturated_first_block(rows, first.get((nm, d), {}), nm, d, L, name,
+                                          seed + d)
             if line is not None:
                 starve.append(line[0])
                 out.append(line[1])
@@ -181,11 +184,15 @@ class Bottleneck:
 
     less: bool  # passes less gradient through its softmax (paired sign test)
     passes: float | None  # its softmax_pass ÷ the other's
-    arrives: float | None  # its mean ‖∂L/∂W_V‖ ÷ the other's: the gradient reaching it
+    # the gradient reaching it, ‖∂L/∂W_V‖, ÷ the other's: the median over the paired trials
+    # (heavy-tailed: a ratio of means moves with one draw) and its 95% bootstrap interval
+    arrives: float | None
+    arrives_lo: float | None = None
+    arrives_hi: float | None = None
 
 
 def _saturated_first_block(rows: Sequence[Row], per_trial: Mapping[str, np.ndarray], nm: str,
-                           d: int, L: int, name: dict[str, str]
+                           d: int, L: int, name: dict[str, str], seed: int = 0
                            ) -> tuple[Bottleneck, str] | None:
     """Does the rule that freezes most of block 0's rows pass less gradient through block 0's
     softmax than the rule that freezes fewest? Like with like: each trial's ‖∂L/∂W_Q‖ with
@@ -200,22 +207,27 @@ def _saturated_first_block(rows: Sequence[Row], per_trial: Mapping[str, np.ndarr
     least = min(here, key=lambda r: r["frozen_share"])
     if most["frozen_share"] - least["frozen_share"] < MORE_FROZEN:
         return None
-    a, b = per_trial[most["scaling"]], per_trial[least["scaling"]]
+    a, b = per_trial[most["scaling"]][0], per_trial[least["scaling"]][0]
     share = float(np.mean(a < b))
     z = (share - 0.5) / float(np.sqrt(0.25 / a.size))
     less, more = z > SIGN_Z, z < -SIGN_Z
     pa, pb = most["softmax_pass"], least["softmax_pass"]
     times = f" ({plain(pa / pb)}×)" if pa is not None and pb else ""
-    arrive = (most["grad_wv_mean"] / least["grad_wv_mean"]
-              if most["grad_wv_mean"] and least["grad_wv_mean"] else None)
+    with np.errstate(all="ignore"):
+        paired = per_trial[most["scaling"]][1] / per_trial[least["scaling"]][1]
+    mid, arrive_lo, arrive_hi = median_interval(paired, seed)
+    arrive = mid if np.isfinite(mid) else None
     verdict = (f"it passes less{times}: saturation starves the gradient through its "
                "softmax" if less else
                f"it passes more{times}: saturation does not starve it" if more else
                f"more and less are not distinguishable (|z| ≤ {SIGN_Z:g})")
     if arrive is not None:
         verdict += (f"; the gradient arriving at the block (‖∂L/∂W_V‖) is {plain(arrive)}× "
-                    f"{least['scaling']}'s")
-    return Bottleneck(less, pa / pb if pa is not None and pb else None, arrive), (
+                    f"{least['scaling']}'s (median of the {paired.size} paired trials' "
+                    f"ratios, 95% interval {plain(arrive_lo)}–{plain(arrive_hi)}: a mean of "
+                    "these heavy-tailed ratios would move with each extreme trial)")
+    return Bottleneck(less, pa / pb if pa is not None and pb else None, arrive,
+                      arrive_lo, arrive_hi), (
         f"{name[nm]}, d_k = {d}, block 0: {most['scaling']} freezes "
         f"{most['frozen_share']:.0%} of the rows against {least['frozen_share']:.0%} for "
         f"{least['scaling']}; with each rule's factor divided out, per unit of the gradient "
@@ -242,6 +254,7 @@ def _claim(starve: list[Bottleneck]) -> str:
     if arrives:
         more = sum(a > 1 for a in arrives)
         text += (f", while the gradient reaching it is {_span(arrives, '.3g')}× the other's "
+                 "(medians of the paired trials) "
                  f"({'larger' if more == len(arrives) else 'not larger'} in {more} of "
                  f"{len(arrives)}): a bottleneck at the block, not a block on the flow through "
                  "the layers; the claims table says whether it is severe")

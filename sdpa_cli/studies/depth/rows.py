@@ -35,6 +35,11 @@ class DepthRow:
     # and the softmax Jacobian; W_V's sees the same gradient arriving at the block, neither.
     softmax_pass: float | None
     softmax_pass_se: float | None  # delta method over the paired trials
+    # The same per trial, ‖∂L/∂W_Q‖ ÷ (c·‖∂L/∂W_V‖): its median and 95% bootstrap interval
+    # (an unscaled block's gradients are heavy-tailed: the means move with one draw).
+    softmax_pass_median: float | None
+    softmax_pass_lo: float | None
+    softmax_pass_hi: float | None
     token_cosine: float | None  # mean off-diagonal cosine between the rows of h after it
     token_cosine_se: float | None
 
@@ -55,6 +60,10 @@ class StackRow:
     # the top reaches the first block (W_V's gradient carries no factor of the rule)
     wv_ratio: float | None
     wv_ratio_se: float | None
+    # per trial ‖∂L/∂W_V‖ last ÷ first: its median and 95% bootstrap interval
+    wv_ratio_median: float | None
+    wv_ratio_lo: float | None
+    wv_ratio_hi: float | None
     first_frozen: float  # frozen share of the first block
     last_cosine: float | None  # token_cosine after the last block
     last_cosine_se: float | None

@@ -15,6 +15,7 @@ from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.blocks import fold_blocks
+from sdpa_cli.numerics.bootstrap import median_interval
 from sdpa_cli.numerics.depth_trials import BlockValues, draw, stack_values
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.spec.common import Documented
@@ -106,6 +107,8 @@ def block_rows(spec: DepthSpec, key: Key, L: int, v: BlockValues) -> list[DepthR
         with np.errstate(all="ignore"):
             passed, passed_se = ratio_of_means(v.wq[li], c * v.wv[li])
         st = {g: _stats(getattr(v, g)[li]) for g in ("wq", "wk", "wv")}
+        with np.errstate(all="ignore"):
+            pm, plo, phi = median_interval(v.wq[li] / (c * v.wv[li]), _boot_seed(spec, key, li))
         cos = v.cosine[li]
         fz = v.frozen[li]
         out.append(DepthRow(
@@ -116,6 +119,8 @@ def block_rows(spec: DepthSpec, key: Key, L: int, v: BlockValues) -> list[DepthR
             frozen_share=float(fz.mean()), frozen_share_se=float(fz.std(ddof=1) /
                                                                   math.sqrt(fz.size)),
             softmax_pass=_finite(passed), softmax_pass_se=_finite(passed_se),
+            softmax_pass_median=_finite(pm), softmax_pass_lo=_finite(plo),
+            softmax_pass_hi=_finite(phi),
             token_cosine=_finite(cos.mean()),
             token_cosine_se=_finite(cos.std(ddof=1) / math.sqrt(cos.size))))
     return out
@@ -140,11 +145,20 @@ def ratio_of_means(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return r, abs(r) * math.sqrt(max(rel, 0.0) / n)
 
 
-def stack_row(key: Key, L: int, v: BlockValues) -> StackRow:
+def _boot_seed(spec: DepthSpec, key: Key, where: int) -> int:
+    """The bootstrap's own seed for one row: the spec's entropy and the row's place."""
+    d, label, nm = key
+    words = [*label.encode(), *nm.encode()]
+    return int(np.random.SeedSequence([spec.entropy, d, where + 1024, *words])
+               .generate_state(1)[0])
+
+
+def stack_row(key: Key, L: int, v: BlockValues, seed: int = 0) -> StackRow:
     d, label, nm = key
     with np.errstate(all="ignore"):
         r, r_se = ratio_of_means(v.wq[L - 1], v.wq[0])
         rv, rv_se = ratio_of_means(v.wv[L - 1], v.wv[0])
+        vm, vlo, vhi = median_interval(v.wv[L - 1] / v.wv[0], seed)
         med0, med1 = float(np.median(v.wq[0])), float(np.median(v.wq[L - 1]))
     cos = v.cosine.mean(axis=1)
     hit = np.nonzero(cos >= COLLAPSED)[0]
@@ -153,6 +167,7 @@ def stack_row(key: Key, L: int, v: BlockValues) -> StackRow:
         dim=d, scaling=label, norm=nm, layers=L, wq_ratio=_finite(r), wq_ratio_se=_finite(r_se),
         median_ratio=_finite(med1 / med0) if med0 > 0 else None,
         wv_ratio=_finite(rv), wv_ratio_se=_finite(rv_se),
+        wv_ratio_median=_finite(vm), wv_ratio_lo=_finite(vlo), wv_ratio_hi=_finite(vhi),
         first_frozen=float(v.frozen[0].mean()),
         last_cosine=_finite(last.mean()),
         last_cosine_se=_finite(last.std(ddof=1) / math.sqrt(last.size)),
@@ -167,7 +182,7 @@ def run(spec: DepthSpec, ctx: RunContext = SERIAL) -> Result:
     for key, by_L in values.items():
         for L in spec.layers:
             typed.extend(block_rows(spec, key, L, by_L[L]))
-            stacks.append(stack_row(key, L, by_L[L]))
+            stacks.append(stack_row(key, L, by_L[L], _boot_seed(spec, key, -L)))
         bad = [g for g in ("wq", "wk", "wv") for L in spec.layers
                if not np.all(np.isfinite(getattr(by_L[L], g)))]
         d, label, nm = key
@@ -185,21 +200,23 @@ def run(spec: DepthSpec, ctx: RunContext = SERIAL) -> Result:
                       STACK_COLUMNS, tuple(summary))],
         checks=checks, lookup=_lookup(rows, summary), theory=findings.theory_lines(spec),
         notes=_notes(spec), figures=_figures(spec, rows) if ctx.figures else (),
-        findings=findings.verdicts(spec, rows, summary, _first_blocks(spec, values)),
+        findings=findings.verdicts(spec, rows, summary, _first_blocks(spec, values),
+                                   spec.entropy),
         expect=findings.expect(),
     )
 
 
 def _first_blocks(spec: DepthSpec, values: Mapping[Key, Mapping[int, BlockValues]]
                   ) -> dict[tuple[str, int], dict[str, np.ndarray]]:
-    """(norm, d_k) → rule → block 0's gradient through its softmax per trial in the deepest
-    stack, like with like: ‖∂L/∂W_Q‖ ÷ (c·‖∂L/∂W_V‖) (DepthRow.softmax_pass)."""
+    """(norm, d_k) → rule → block 0's per-trial values in the deepest stack: row 0 the
+    gradient through its softmax, like with like (‖∂L/∂W_Q‖ ÷ (c·‖∂L/∂W_V‖),
+    DepthRow.softmax_pass), row 1 the gradient arriving there (‖∂L/∂W_V‖)."""
     L = max(spec.layers)
     out: dict[tuple[str, int], dict[str, np.ndarray]] = {}
     for (d, label, nm), by_L in values.items():
         with np.errstate(all="ignore"):
             passed = by_L[L].wq[0] / (_factor(spec, label, d) * by_L[L].wv[0])
-        out.setdefault((nm, d), {})[label] = passed
+        out.setdefault((nm, d), {})[label] = np.stack([passed, by_L[L].wv[0]])
     return out
 
 
@@ -215,6 +232,10 @@ def _lookup(rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, An
         value = pick(row.get(name), idx)
         se_name = (name.removesuffix("_mean") if name.endswith("_mean") else name) + "_se"
         se = row.get(se_name)
+        base = name.removesuffix("_median")
+        lo, hi = row.get(base + "_lo"), row.get(base + "_hi")
+        if name.endswith("_median") and lo is not None and hi is not None:
+            se = (hi - lo) / (2 * 1.96)  # the 95% bootstrap interval as a standard error
         return (float(value) if isinstance(value, int | float) else None), se
 
     return lookup

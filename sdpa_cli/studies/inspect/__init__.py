@@ -9,7 +9,7 @@ STUDY = Study(
     topic="inspect",
     spec=InspectSpec,
     run=run.run,
-    rows=(rows.HeadRow, rows.LayerRow, rows.SummaryRow),
+    rows=(rows.HeadRow, rows.LayerRow, rows.SummaryRow, rows.InterventionRow),
     figures={"inspect.heatmaps": "figures:draw_heatmaps", "inspect.pooled": "figures:draw_pooled",
              "inspect.entropy_vs_n": "figures:draw_entropy_vs_n",
              "inspect.picture": "figures:draw_picture",
@@ -30,7 +30,8 @@ STUDY = Study(
            "sdpa inspect experiments/inspect/minilm.yaml --check"),
     flags={"seq_len": Flag("N [N ...]"), "sequences": Flag("K"), "weights": Flag("W"),
            "text": Flag("FILE [FILE ...]", repeat=True), "scalings": Flag("RULE [RULE ...]"),
-           "dtype": Flag("T"), "se_tolerance": Flag("K")},
+           "dtype": Flag("T"), "se_tolerance": Flag("K"), "loss": Flag(switch=True),
+           "scale_factors": Flag("F [F ...]"), "unscale_layers": Flag("L [L ...] or all")},
     no_flag=("model", "fetch"),  # the positional MODEL sets model; fetch is a spec's own
     target_field="model",
     target_metavar="MODEL or SPEC",

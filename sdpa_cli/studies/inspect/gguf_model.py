@@ -97,6 +97,7 @@ def config(header: GGUFHeader) -> dict[str, Any]:
         out["query_pre_attn_scalar"] = width // count if big else dim
         if a == "gemma2":
             out["attn_logit_softcapping"] = float(get("attn_logit_softcapping", number, 50.0))
+            out["final_logit_softcapping"] = float(get("final_logit_softcapping", number, 30.0))
         else:
             out["rope_local_base_freq"] = GEMMA3_LOCAL_THETA
     if a in LLAMA:  # Mistral's window, where the file states one

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.spec import limits
-from sdpa_cli.studies.inspect import gguf_tokenizer
+from sdpa_cli.studies.inspect import gguf_tokenizer, interventions
 from sdpa_cli.studies.inspect.checkpoint import Checkpoint, bad, find, open_checkpoint
 from sdpa_cli.studies.inspect.spec import InspectSpec
 from sdpa_cli.studies.inspect.text import (
@@ -107,6 +107,7 @@ def _prepare(spec: InspectSpec) -> Inputs | Skipped:
         if limit is not None and n > limit:
             raise InputError(Problem(f"{n} is above the model's max_position_embeddings "
                                      f"{limit}", field=f"seq_len[{i}]"))
+    interventions.check(spec, ckpt)
     ids, label = _tokens(spec, tok, rows)
     held, work = plan_memory(spec, ckpt)
     memory, have = held + work, physical_memory()
@@ -188,7 +189,8 @@ def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
     # one sequence's scores, weights and masked copy in the forward; the statistics of one
     # (sequence, head) in float64
     attention = 3 * count * n * n * item + 10 * n * n * 8
-    return loose + max(per_layer.values(), default=0), acts + attention
+    return (loose + max(per_layer.values(), default=0) + interventions.kept_weights(spec, ckpt),
+            acts + attention + interventions.memory(spec, ckpt, item))
 
 
 def cost(spec: InspectSpec) -> limits.Cost:
@@ -206,9 +208,10 @@ def cost(spec: InspectSpec) -> limits.Cost:
     tokens = batch * sum(spec.seq_len)
     # BLAS multiply-adds run ~100× faster than the drawn numbers MAX_WORK counts; the
     # weight-only bound takes a few d_k × d_k SVDs per head (~10 d_k³ each)
-    flops = kinds * (2 * tokens * params + rules * layers * count * batch
-                     * sum(n * n * (dim + 40) for n in spec.seq_len)
-                     + layers * count * 30 * dim ** 3) // 100
+    flops = (kinds * (2 * tokens * params + rules * layers * count * batch
+                      * sum(n * n * (dim + 40) for n in spec.seq_len)
+                      + layers * count * 30 * dim ** 3)
+             + interventions.work(spec, got.ckpt, params)) // 100
     heads = kinds * len(spec.seq_len) * layers * count * rules
     summary = kinds * len(spec.seq_len) * layers * rules
     # a head row is about 1.3 kB of JSON, CSV and Markdown; every token id is recorded

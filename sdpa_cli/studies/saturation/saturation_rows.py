@@ -152,6 +152,11 @@ class SweepVectorRow:
     limit_max_prob: float | None  # d → ∞ limit of the largest weight (÷d, cosine; no mask)
     freezing: Freezing = field(metadata=PART)
     scores: ScoreLaw = field(metadata=PART)
+    # the softmax inputs as the rows see them: the largest |input| over every score of every
+    # trial, and the variance of a row's inputs (its own key's included), mean over trials
+    max_abs_score: float | None = None
+    row_score_var: float | None = None
+    row_score_var_se: float | None = None
 
 
 @dataclass(frozen=True)

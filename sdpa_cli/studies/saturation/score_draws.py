@@ -51,6 +51,7 @@ class Measured:
 
     stats: Mapping[str, tuple[float, float]]
     median_frobenius: tuple[float, float] | None = None
+    largest: Mapping[str, float] = field(default_factory=dict)  # each statistic's maximum
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class _Fold:
         for i, parts in enumerate(self.parts):
             stats = {name: _mean_se(m) for name, m in parts.items()}
             med = self.medians[i].result() if self.medians is not None else None
-            measured.append(Measured(stats, med))
+            measured.append(Measured(stats, med, {name: m.max for name, m in parts.items()}))
         return Cell(trials, tuple(measured), dict(self.probes), self.first)
 
 
@@ -175,6 +176,7 @@ def vector_job(
         if masked:
             sources = {k: (sat.causal(v) if v is not None else None) for k, v in sources.items()}
         out = []
+        spreads: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for v in variants:
             src = sources["cos" if v.cosine else v.source]
             assert src is not None
@@ -186,11 +188,46 @@ def vector_job(
                 probes[f"{v.label}@diag"] = scale * src[:, 0, 0]
             st = sat.row_stats(src, scale, threshold=threshold, jacobian=jacobian)
             per_trial = {name: values.mean(axis=1) for name, values in st.items()}
+            # the variants of one source differ by their scale only: its spread once
+            if id(src) not in spreads:
+                spreads[id(src)] = _score_spread(src, masked)
+            top, var = spreads[id(src)]
+            per_trial.update(max_abs_score=_held(scale, top, 1),
+                             row_score_var=_held(scale, var, 2))
             out.append((_moments(per_trial), st["frobenius"] if jacobian else None))
         return out, _moments(probes), first
 
     fold = _Fold(len(variants), trials, medians=jacobian)
     return Job(blocks, work, fold, fold)
+
+
+SPREAD_ROWS = 4
+# Beyond this a value's fourth power (the running moments keep it) would overflow float64: such
+# a spread is reported as null, as the rows report every number float64 cannot hold.
+HELD = 1e70
+
+
+def _held(scale: float, x: np.ndarray, power: int) -> np.ndarray:
+    """scale**power · x, null (NaN) where it reaches HELD."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = np.float64(scale) ** power * x  # a NumPy power: inf past float64, no exception
+        return np.where(np.abs(y) < HELD, y, np.nan)
+
+
+def _score_spread(src: np.ndarray, masked: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial, in the source's own units (a variant's scale c multiplies the first by c,
+    the second by c²): the largest |score| over the rows it reads and all their keys (a bound
+    such as cosine's |cos| ≤ 1 is checked on each), and the variance of a row's scores
+    averaged over those rows (the spread the softmax sees, a query's own key included)."""
+    # Both on SPREAD_ROWS query rows of each trial, spread over its positions (every key of
+    # each): they sit in the innermost loop of every sweep, where all rows cost a tenth more
+    part = src[:, :: max(1, src.shape[1] // SPREAD_ROWS), :]
+    if not masked:
+        return (np.maximum(part.max(axis=(1, 2)), -part.min(axis=(1, 2))),
+                part.var(axis=-1).mean(axis=-1))
+    with np.errstate(invalid="ignore"):
+        x = np.where(np.isfinite(part), part, np.nan)  # masked keys are no scores
+        return np.nanmax(np.abs(x), axis=(1, 2)), np.nanmean(np.nanvar(x, axis=-1), axis=-1)
 
 
 def additive_job(spec: SaturationFields, law: PairLaw, d: int, n: int, key: tuple[int, ...],

@@ -242,9 +242,13 @@ def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
 
 def _vector_row(parts: shared.CellParts, measured: draws.Measured, threshold: float | None,
                 limit: float | None) -> SweepVectorRow:
+    spread = measured.stats.get("row_score_var")
     return SweepVectorRow(head=parts.head, stats=stats_of(SweepStats, measured, SWEEP_STATS),
                           threshold=threshold, limit_max_prob=limit, freezing=parts.freezing,
-                          scores=parts.scores)
+                          scores=parts.scores,
+                          max_abs_score=finite(measured.largest.get("max_abs_score", math.nan)),
+                          row_score_var=finite(spread[0]) if spread else None,
+                          row_score_var_se=finite(spread[1]) if spread else None)
 
 
 def _vector_columns(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> tuple:

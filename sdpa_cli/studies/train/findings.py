@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from sdpa_cli.framework.result import AuditEntry, Column
+from sdpa_cli.numerics.bootstrap import median_interval
 from sdpa_cli.studies.train import recall
 from sdpa_cli.studies.train.rows import ClaimRow, SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec, optimiser_name
@@ -20,6 +23,16 @@ CLAIM_COLUMNS = (
 )
 D1 = "001_409455fed8d25d77.txt"
 D0 = "000_0e5125495e9ebe01.txt"
+# Where each claim is printed (its document's lines), named in its source.
+VALIDATION = f"{D1}, Empirical Validation"
+UNSTABLE_SRC = f"{VALIDATION}, line 725"
+COLLAPSE_SRC = f"{VALIDATION}, line 726"
+DEGRADES_SRC = f"{VALIDATION}, line 727"
+ABLATION_SRC = f"{VALIDATION}, line 724"
+LR_SRC = f"{D1}, Low Learning Rates, line 714"
+COMPARISON_SRC = f"{D0}, Implementation Comparison, line 842"
+LR_CLAIM = "unscaled attention \"requires much smaller learning rates\""
+LR_SWEEP = "lr-sweep"  # experiments/train/slow/lr-sweep.yaml: the sweep that judges it
 ONE_HOT = 0.1  # a query row counts as collapsed when its entropy is below this share of ln n
 ONE_HOT_RANGE = (0.05, 0.2)  # the bars a reader could fairly choose instead (issue 34)
 NUDGED = "robust: the same verdict with the initial weights nudged by 1e-12"
@@ -91,14 +104,16 @@ def _loss_text(row: TrainRow) -> str:
     return "diverged" if v is None else f"{v:.3g}"
 
 
-def audit_claims(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow]
-                 ) -> tuple[list[ClaimRow], list[str]]:
-    """(claim rows, one plain sentence per finding)."""
+def audit_claims(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow],
+                 init: np.ndarray | None = None) -> tuple[list[ClaimRow], list[str]]:
+    """(claim rows, one plain sentence per finding). `init`: the unscaled query row's
+    entropy at step 1 at the largest d_k over many initialisations (the collapse claim's
+    median and its interval; the trained seeds' when None)."""
     ref = _reference(spec)
     labels = [s.label for s in spec.scalings]
     if "none" not in labels or ref is None:
         why = "not tested: the spec must run scaling none and at least one scaled rule"
-        return [ClaimRow(source=f"{D1}, Empirical Validation",
+        return [ClaimRow(source=UNSTABLE_SRC,
                          claim="training becomes unstable for large d_k", verdict="untested",
                          evidence=why)], [why + "."]
     dims = sorted(spec.dims)
@@ -126,15 +141,16 @@ def audit_claims(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRo
         + ("; any shortfall of the unscaled head is slow or stalled learning, not blow-up."
            if counts["none"][0] <= counts[ref][0] else "."))
     sentences.append(_gradient_sentence(rows, big, ref))
-    claims = [_instability_claim(spec, worse_at_big, big, ref,
-                                 blew_up=counts["none"][0] > counts[ref][0])]
-    claims.append(_collapse_claim(rows, big, spec.pairs + 1))
+    blew_up = counts["none"][0] > counts[ref][0]
+    claims = [_instability_claim(worse_at_big, big, ref, blew_up=blew_up),
+              _instability_claim(worse_at_big, big, ref, blew_up=blew_up, document=D0)]
+    claims.append(_collapse_claim(rows, big, spec.pairs + 1, init, spec.seed or 0))
     claims.append(_performance_claim(spec, rows, sens, ref, big))
     claims.append(_stable_claim(spec, rows, sens, ref, dims))
     claims.append(_lr_claim(spec, rows, sens, ref, big))
     verdicts = ", ".join(f"{o}: {_word(v)}" for o, v in worse_at_big.items())
     claims.append(ClaimRow(
-        source=f"{D1}, Empirical Validation", claim="\"ablation studies confirm\"",
+        source=ABLATION_SRC, claim="\"ablation studies confirm\"",
         verdict="untested",
         evidence=f"the document cites no ablation study; this run is one (d_k = {small}…{big}, "
                  f"{spec.seeds} seeds): unscaled vs {ref} at d_k = {big} — {verdicts}"))
@@ -148,10 +164,11 @@ def _word(v: int) -> str:
             0: "no clear difference"}[v]
 
 
-def _instability_claim(spec: TrainSpec, worse: dict[str, int], big: int, ref: str, *,
-                       blew_up: bool) -> ClaimRow:
+def _instability_claim(worse: dict[str, int], big: int, ref: str, *,
+                       blew_up: bool, document: str = D1) -> ClaimRow:
     """Unstable: trains worse (decisive test 1) and blows up more often (test 2). Worse
-    without more blow-up is partly: it stalls, it does not diverge."""
+    without more blow-up is partly: it stalls, it does not diverge. 001 says it (Empirical
+    Validation) and 000 too (Implementation Comparison): a claim of each, judged alike."""
     n_worse = sum(v == 1 for v in worse.values())
     if n_worse == 0:
         verdict = "fails"
@@ -166,52 +183,64 @@ def _instability_claim(spec: TrainSpec, worse: dict[str, int], big: int, ref: st
             " (worse with " + ", ".join(o for o, v in worse.items() if v == 1) + " only)")
     evidence = f"at d_k = {big}, unscaled vs {ref} (best rate each): " + "; ".join(
         f"{o}: {_word(v)}" for o, v in worse.items())
-    return ClaimRow(source=f"{D1}, Empirical Validation; {D0}, Implementation Comparison",
-                    claim="\"training becomes unstable for large d_k\"", verdict=verdict,
+    return ClaimRow(source=UNSTABLE_SRC if document == D1 else COMPARISON_SRC,
+                    claim="\"training becomes unstable for large d_k\"" if document == D1 else
+                    "unscaled attention: \"unstable for large d_k\"", verdict=verdict,
                     evidence=f"{how}{only}: " + evidence + " (worse: fewer seeds reach the "
                              "target, or the seed ranges of steps or final loss do not overlap)")
 
 
-def _collapse_claim(rows: list[TrainRow], big: int, keys: int) -> ClaimRow:
+def _collapse_claim(rows: list[TrainRow], big: int, keys: int, init: np.ndarray | None,
+                    seed: int) -> ClaimRow:
     """Collapsed: the unscaled query row's entropy at step 1 is below ONE_HOT of ln n (or
-    above 1 − ONE_HOT of it: near uniform); a bar anywhere in ONE_HOT_RANGE is as fair, and a
-    verdict that such a bar would flip is fragile."""
-    init = [r.entropy_init for r in rows if r.scaling == "none" and r.dim == big
-            and r.entropy_init is not None]
-    ln_n = math.log(keys)
+    above 1 − ONE_HOT of it: near uniform), by the median over initialisations. A bar
+    anywhere in ONE_HOT_RANGE is as fair: the verdict is fragile when such a bar lies
+    within the median's 95% bootstrap interval (a few seeds' median moves by more than
+    the gap to a bar; many initialisations pin it down)."""
     claim = "\"attention patterns collapse to near-uniform or one-hot\""
-    if not init:
-        return ClaimRow(source=f"{D1}, Empirical Validation", claim=claim,
+    if init is None:
+        init = np.asarray([r.entropy_init for r in rows if r.scaling == "none" and
+                           r.dim == big and r.entropy_init is not None], dtype=float)
+    init = init[np.isfinite(init)]
+    if not init.size:
+        return ClaimRow(source=COLLAPSE_SRC, claim=claim,
                         verdict="untested", evidence="no finite entropy was logged")
-    h = max(init)  # step 1 is the same for every optimiser and rate of a seed
+    ln_n = math.log(keys)
+    h, h_lo, h_hi = median_interval(init, seed)
     share = h / ln_n
-    near = min(share, 1.0 - share)  # distance to one-hot (0) or to uniform (1)
-    verdict = "holds" if near < ONE_HOT else "fails"
+    uniform = share >= 0.5
+
+    def near(v: float) -> float:  # distance to one-hot (0) or to uniform (1), in ln n
+        return 1.0 - v / ln_n if uniform else v / ln_n
+
+    d, d_lo, d_hi = near(h), *sorted((near(h_lo), near(h_hi)))
+    verdict = "holds" if d < ONE_HOT else "fails"
     lo, hi = ONE_HOT_RANGE
-    # the seeds' spread counts too: a median of a few seeds just outside the range is no
-    # sturdier than one inside it (an independent check found 0.042·ln n over 3 seeds where
-    # the population median is 0.055·ln n)
-    spread = [v / ln_n for r in rows if r.scaling == "none" and r.dim == big
-              for v in (r.entropy_init_lo, r.entropy_init_hi) if v is not None]
-    spread = [min(v, 1.0 - v) for v in spread]
-    flips = lo <= near <= hi or (bool(spread) and min(spread) <= hi and max(spread) >= lo)
-    seeds = (f" (seeds {min(spread):.3g}–{max(spread):.3g})" if spread else "")
-    bar = (f"{near:.3g} of ln n from {'one-hot' if share < 0.5 else 'uniform'}{seeds}; sdpa's "
-           f"bar {ONE_HOT:g}, " + (f"a bar in {lo:g}…{hi:g} would flip it (fragile)" if flips
-                                   else f"the same for any bar in {lo:g}…{hi:g}"))
-    return ClaimRow(source=f"{D1}, Empirical Validation", claim=claim, verdict=verdict,
-                    evidence=f"unscaled, d_k = {big}: the query row's entropy at step 1 "
-                             f"(median over seeds) is {h:.3g} nats against ln n = {ln_n:.3g} "
-                             f"for uniform weights: {bar}",
-                    robustness=(f"fragile: a bar in {lo:g}…{hi:g} of ln n flips it" if flips
-                                else "not measured"))
+    inside = lo <= d <= hi  # a bar in the range flips the median itself
+    reach = d_lo <= hi and d_hi >= lo  # or lies within its interval
+    what = (f"{d:.3g} of ln n from {'uniform' if uniform else 'one-hot'} (median over "
+            f"{init.size} initialisations, 95% bootstrap interval {d_lo:.3g}–{d_hi:.3g}); "
+            f"sdpa's bar {ONE_HOT:g}: ")
+    if inside:
+        what += f"a bar in {lo:g}…{hi:g} below {d:.3g} would flip it (fragile)"
+    elif reach:
+        what += (f"no bar in {lo:g}…{hi:g} flips the median, but its interval reaches "
+                 f"{lo if d < lo else hi:g} (fragile)")
+    else:
+        what += f"the same for any bar in {lo:g}…{hi:g}, across the interval"
+    return ClaimRow(source=COLLAPSE_SRC, claim=claim, verdict=verdict,
+                    evidence=f"unscaled, d_k = {big}: the query row's entropy at step 1 is "
+                             f"{h:.3g} nats against ln n = {ln_n:.3g} for uniform weights: "
+                             + what,
+                    robustness=(f"fragile: a bar in {lo:g}…{hi:g} of ln n lies within the "
+                                "median's 95% interval" if inside or reach else "not measured"))
 
 
 def _stable_claim(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow],
                   ref: str, dims: list[int]) -> ClaimRow:
     failed = [(opt, d) for opt in spec.rates for d in dims
               if _best(rows, sens, d, ref, opt).reached < spec.seeds]
-    return ClaimRow(source=f"{D0}, Implementation Comparison",
+    return ClaimRow(source=COMPARISON_SRC,
                     claim="scaled attention: \"stable for any d_k\"",
                     verdict="holds" if not failed else "fails",
                     evidence=(f"{ref} reached the target in every seed at every d_k for every "
@@ -221,23 +250,31 @@ def _stable_claim(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityR
 
 def _lr_claim(spec: TrainSpec, rows: list[TrainRow], sens: list[SensitivityRow],
               ref: str, big: int) -> ClaimRow:
-    source = f"{D1}, Low Learning Rates"
-    claim = "unscaled attention \"requires much smaller learning rates\""
+    """"Unscaled attention requires much smaller learning rates to avoid instabilities,
+    slowing training": its best rate is smaller than ref's (decisive test 1, per swept
+    optimiser), and at that smaller rate it trains, only slower (test 2: every seed reaches
+    the target). Smaller but still not training is partly: the rate is not what holds it
+    back. One rate per optimiser sweeps nothing: untested, judged by the sweep."""
     swept = [o for o, r in spec.rates.items() if len(r) > 1]
     if not swept:
-        return ClaimRow(source=source, claim=claim, verdict="untested",
-                        evidence="one learning rate per optimiser here; "
-                                 "experiments/train/slow/lr-sweep.yaml sweeps them")
-    parts, smaller = [], 0
+        return ClaimRow(source=LR_SRC, claim=LR_CLAIM, verdict="untested",
+                        evidence="one learning rate per optimiser here; judged by "
+                                 f"{LR_SWEEP} (experiments/train/slow/lr-sweep.yaml)")
+    parts, passed = [], []
     for opt in swept:
         a, b = _sweep(sens, big, "none", opt), _sweep(sens, big, ref, opt)
-        smaller += a.best_lr < b.best_lr
+        at_best = _best(rows, sens, big, "none", opt)
+        smaller = a.best_lr < b.best_lr
+        trains = at_best.reached == at_best.seeds
+        passed += [smaller, trains]
         edge = [x for x, s in (("unscaled", a), (ref, b)) if s.best_at_edge]
         note = f" (best at the sweep's edge for {', '.join(edge)})" if edge else ""
-        parts.append(f"{opt}: best lr {a.best_lr:g} unscaled vs {b.best_lr:g} {ref}{note}; "
-                     f"lr sensitivity {a.lr_sensitivity:.3g} vs {b.lr_sensitivity:.3g}")
-    verdict = ("holds" if smaller == len(swept) else "fails" if smaller == 0 else "partly")
-    return ClaimRow(source=source, claim=claim, verdict=verdict,
+        parts.append(f"{opt}: best lr {a.best_lr:g} unscaled vs {b.best_lr:g} {ref}{note}, "
+                     f"{'smaller' if smaller else 'not smaller'}; at it the unscaled head "
+                     f"reaches the target in {at_best.reached}/{at_best.seeds} seeds; lr "
+                     f"sensitivity {a.lr_sensitivity:.3g} vs {b.lr_sensitivity:.3g}")
+    verdict = ("holds" if all(passed) else "fails" if not any(passed) else "partly")
+    return ClaimRow(source=LR_SRC, claim=LR_CLAIM, verdict=verdict,
                     evidence=f"d_k = {big}: " + "; ".join(parts))
 
 
@@ -279,7 +316,12 @@ def claim_entries(claims: list[ClaimRow], spec_name: str, beyond: str | None = N
     out = []
     for c in claims:
         status = claim_status(c.verdict)
-        measured = c.evidence + (f" [beyond the claim's setting: {beyond}]" if beyond else "")
+        # the swept rates decide the learning-rate claim, whatever else a sweep is beyond;
+        # a run with one rate only points to the sweep and decides nothing
+        lr = c.claim == LR_CLAIM
+        mine = beyond if not (lr and status != "untested") else None
+        decides = mine is None and not (lr and status == "untested")
+        measured = c.evidence + (f" [beyond the claim's setting: {mine}]" if mine else "")
         out.append(AuditEntry(
             source=c.source, quantity=c.claim.replace('"', ""), documented=math.nan,
             computed=None, status=status, printed="", tolerance=0.0, basis="claim",
@@ -287,7 +329,7 @@ def claim_entries(claims: list[ClaimRow], spec_name: str, beyond: str | None = N
             spec_name=spec_name, reason=c.evidence if status == "untested" else None,
             robustness=None if status == "untested" or c.robustness == "not measured" else
             NUDGED if c.robustness == "robust" else c.robustness,
-            decides=beyond is None))
+            decides=decides))
     return tuple(out)
 
 
@@ -304,7 +346,7 @@ def _performance_claim(spec: TrainSpec, rows: list[TrainRow], sens: list[Sensiti
                "fails" if all(d < DEGRADED for d in drops.values()) else "partly")
     flips = [o for o, d in drops.items() if lo <= d <= hi]
     return ClaimRow(
-        source=f"{D1}, Empirical Validation", claim="\"model performance degrades "
+        source=DEGRADES_SRC, claim="\"model performance degrades "
         "significantly\"", verdict=verdict,
         evidence=f"d_k = {big}, final accuracy (median over seeds, best rate) unscaled vs "
                  f"{ref}: " + "; ".join(

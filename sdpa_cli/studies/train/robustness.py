@@ -14,6 +14,7 @@ from sdpa_cli.studies.train.rows import ClaimRow, RobustnessRow
 # Relative size of the nudge: about 4500 float64 ulps of a weight, far below any rounding a
 # different BLAS kernel or thread count makes over a run, so a verdict it flips is fragile.
 PERTURB = 1e-12
+NUDGE_FLIP = "with the 1e-12 nudge"  # how a claim's robustness says the nudge flipped it
 
 COLUMNS = (
     Column("dim", "d_k", "int", priority=0),
@@ -44,9 +45,9 @@ def mark_fragile(claims: Sequence[ClaimRow], nudged: Sequence[ClaimRow]) -> list
     out = []
     for c, n in zip(claims, nudged, strict=True):
         same = c.verdict == n.verdict
-        nudge = "robust" if same else f"fragile: with the 1e-12 nudge, {n.verdict}"
+        nudge = "robust" if same else f"fragile: {NUDGE_FLIP}, {n.verdict}"
         if c.robustness.startswith("fragile"):  # a threshold inside its range flips it too
-            nudge = c.robustness + ("" if same else f"; with the 1e-12 nudge, {n.verdict}")
+            nudge = c.robustness + ("" if same else f"; {NUDGE_FLIP}, {n.verdict}")
         out.append(dataclasses.replace(c, robustness=nudge))
     return out
 
@@ -63,8 +64,13 @@ def sentence(table: Sequence[RobustnessRow], claims: Sequence[ClaimRow]) -> str:
              if changes else "robustness: no configuration finished without diverging"]
     if moved:
         parts.append(f"steps to target changed in {len(moved)} of {len(table)} configurations")
-    parts.append(f"{len(fragile)} of {len(claims)} claim verdicts flip (fragile)" if fragile
-                 else f"no claim verdict flips ({len(claims)} robust)")
+    flipped = [c for c in claims if NUDGE_FLIP in c.robustness]
+    barred = [c for c in fragile if c not in flipped]
+    parts.append(f"{len(flipped)} of {len(claims)} claim verdicts flip under it" if flipped
+                 else f"no claim verdict flips under it ({len(claims)} the same)")
+    if barred:
+        parts.append(f"{len(barred)} other{'s are' if len(barred) > 1 else ' is'} fragile "
+                     "to its own bar (a fair threshold flips it)")
     return "; ".join(parts) + "."
 
 def _pct(x: float) -> str:

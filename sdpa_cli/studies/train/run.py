@@ -93,6 +93,28 @@ def train_one(spec: TrainSpec, c: Config, seed_index: int, perturb: float = 0.0
         data_rng=block_generator(spec.seed, (c.dim, seed_index, 1)), perturb=perturb)
 
 
+# Initialisations whose step-1 entropy the collapse claim's median rests on: one forward
+# pass each (no training), so many cost little; the first `seeds` are the trained runs'.
+INIT_DRAWS = 200
+
+
+def init_entropies(spec: TrainSpec) -> np.ndarray | None:
+    """The unscaled query row's mean entropy at step 1, at the largest d_k, for INIT_DRAWS
+    initialisations drawn as train_one draws seed i's (its weights, its first batch)."""
+    rule = next((s for s in spec.scalings if s.label == "none"), None)
+    if rule is None or spec.seed is None or spec.beyond is not None:
+        return None  # a run beyond the claims' setting decides none: its seeds will do
+    d = max(spec.dims)
+    task = task_for(spec, d)
+    out = np.empty(max(INIT_DRAWS, spec.seeds))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for i in range(out.size):
+            params = recall.init_params(task, block_generator(spec.seed, (d, i, 0)))
+            batch = recall.draw_batch(task, spec.batch, block_generator(spec.seed, (d, i, 1)))
+            out[i] = recall.forward(params, batch, rule, task).entropy
+    return out
+
+
 def _train_block(spec: TrainSpec, plan: Sequence[tuple[Config, int, float]], b: int
                  ) -> recall.TrainLog:
     """Block b of the fold: the b-th training run of the plan (module level: it pickles)."""
@@ -121,10 +143,12 @@ def run(spec: TrainSpec, ctx: RunContext = SERIAL) -> Result:
     typed = [_row(spec, c, runs, chance) for c, runs in by_config.items()]
     rows = [as_row(r) for r in typed]
     sens = sensitivity_rows(typed, chance)
-    claims, sentences = findings.audit_claims(spec, typed, sens)
+    init = init_entropies(spec)
+    claims, sentences = findings.audit_claims(spec, typed, sens, init)
     # the same verdicts from the runs with the first seed nudged: a flip makes a claim fragile
     typed_n = [_row(spec, c, [nudged[c], *runs[1:]], chance) for c, runs in by_config.items()]
-    claims_n, _ = findings.audit_claims(spec, typed_n, sensitivity_rows(typed_n, chance))
+    claims_n, _ = findings.audit_claims(spec, typed_n, sensitivity_rows(typed_n, chance),
+                                        init)
     claims = robustness.mark_fragile(claims, claims_n)
     robust = robustness.rows({(c.dim, c.scaling.label, c.optimiser, c.lr): (runs[0], nudged[c])
                               for c, runs in by_config.items()}, spec.target_accuracy)

@@ -11,7 +11,7 @@ STUDY = Study(
     rate=Rate(0.3, 13.0),
     spec=VarianceSpec,
     run=run.run,
-    rows=(rows.VarianceRow,),
+    rows=(rows.VarianceRow, rows.HalfRow),
     figures={"variance.histograms": "figures:draw_histograms",
              "variance.vs_dim": "figures:draw_vs_dim"},
     cost=cost.cost,

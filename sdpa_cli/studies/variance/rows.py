@@ -54,3 +54,34 @@ class VarianceRow:
 
 
 FIELDS = row_fields(VarianceRow)
+
+
+HALF_COLUMNS = (
+    Column("dim", "d", "int", priority=0),
+    Column("scaling", "scaling", "text", priority=0),
+    Column("largest_dot", "max |q·k|", priority=1),
+    Column("overflow_after", "inf: factor after", priority=0),
+    Column("overflow_split", "inf: split", priority=0),
+    Column("error_after", "max rel. err after", "e", priority=2),
+    Column("error_split", "max rel. err split", "e", priority=2),
+)
+
+
+@dataclass(frozen=True)
+class HalfRow:
+    """One (dimension, rule) in float16: q·k formed, then times the rule's factor (after),
+    against q and k each times √factor first (split, 001's balanced scaling); the share of
+    pairs that overflow to ±inf, and the largest relative error of the finite scores
+    against float64."""
+
+    dim: int
+    scaling: str
+    pairs: int
+    largest_dot: float | None  # float64 max |q·k| over the pairs (float16 holds 65504)
+    overflow_after: float
+    overflow_split: float
+    error_after: float | None  # None: no pair came out finite
+    error_split: float | None
+
+
+HALF_FIELDS = row_fields(HalfRow)

@@ -25,10 +25,16 @@ from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.variance import derived
+from sdpa_cli.studies.variance import derived, half
 from sdpa_cli.studies.variance import figure_data as variance_figures
 from sdpa_cli.studies.variance.engine import DotStats, simulate_dots
-from sdpa_cli.studies.variance.rows import COLUMNS, FIELDS, VarianceRow
+from sdpa_cli.studies.variance.rows import (
+    COLUMNS,
+    FIELDS,
+    HALF_COLUMNS,
+    HALF_FIELDS,
+    VarianceRow,
+)
 from sdpa_cli.studies.variance.spec import VarianceSpec
 
 
@@ -38,6 +44,10 @@ def plan_rows(spec: VarianceSpec) -> list[dict[str, Any]]:
 
 
 def documented_problem(spec: VarianceSpec, entry: Documented) -> str | None:
+    if entry.part == "float16":
+        if not spec.float16:
+            return "part float16 needs float16: true"
+        return selector_problem(plan_rows(spec), _canonical(entry), HALF_FIELDS)
     return selector_problem(plan_rows(spec), _canonical(entry), FIELDS)
 
 
@@ -68,10 +78,19 @@ def run(spec: VarianceSpec, ctx: RunContext = SERIAL) -> Result:
             typed.append(row)
             checks.append(replace(_check(row, k), fields=(f"scalings[{j}]", f"dims[{i}]")))
     rows = [as_row(r) for r in typed]
+    halves = [as_row(half.half_row(law, spec.std, d, s, spec.pairs, spec.entropy, i))
+              for i, d in enumerate(spec.dim_list) for s in spec.scalings] if spec.float16 else []
+    main, in_half = row_lookup(rows, _se), row_lookup(halves)
+
+    def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
+        return (in_half if entry.part == "float16" else main)(entry, quantity)
+
     return assemble(
         spec, study="variance", title="Dot-product variance versus dimension",
         table=Table("variance", "q·k by dimension and scaling", COLUMNS, tuple(rows)),
-        checks=checks, lookup=row_lookup(rows, _se), theory=_theory_lines(spec, law),
+        tables=[Table("float16", "q·k in float16: the rule's factor after the product, or "
+                      "split over q and k", HALF_COLUMNS, tuple(halves))] if halves else [],
+        checks=checks, lookup=lookup, theory=_theory_lines(spec, law),
         notes=_notes(spec, per_dim),
         # --no-plots: no figure data at all (its histograms and densities cost per dim)
         figures=variance_figures.figures(spec, law, unit, per_dim, typed) if ctx.figures else (),

@@ -35,6 +35,9 @@ class VarianceSpec(VectorLawFields):
         description=("none sqrt linear sqrt-half temperature:T power:P cosine[:TAU] (default none "
                      "sqrt)."))
     bins: Int = Field(50, ge=1, le=1000, description="Histogram bins in the figures (default 50).")
+    float16: bool = Field(
+        False, description=("Also form each rule's scores in float16, the factor applied after "
+                            "q·k and split over q and k (tables.float16; default false)."))
     # a check passes when |z| ≤ this
     se_tolerance: SeTolerance = Field(
         4.0, description="A check passes when |z| ≤ K (default 4).")
@@ -57,6 +60,11 @@ class VarianceSpec(VectorLawFields):
                 raise SpecFieldError(("scalings", i), why)
         if self.method == "exact" and any(s.cosine for s in self.scalings):
             raise SpecFieldError(("scalings",), "cosine scaling needs the vectors: method direct")
+        if self.float16 and (self.method == "exact" or self.distribution == "sphere"
+                             or any(s.cosine for s in self.scalings)):
+            raise SpecFieldError(("float16",), "float16 forms q·k from vectors of iid "
+                                 "components times a factor: method direct, no sphere, "
+                                 "no cosine rule")
         per_pair = 3 if self.method == "exact" else 2
         draws = sum(self.pairs * (per_pair if self.method == "exact" else per_pair * d)
                     for d in dims)

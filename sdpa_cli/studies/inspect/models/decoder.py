@@ -20,6 +20,7 @@ from sdpa_cli.studies.inspect.models.common import (
     Array,
     LayerOut,
     Reader,
+    Resume,
     activation,
     attend,
     heads,
@@ -110,7 +111,8 @@ def table(plan: Plan, vocab: int, permuted: bool = False) -> Table:
                          offset=off, qk_norm=plan.qk_norm, q_norm=f"{p}self_attn.q_norm",
                          k_norm=f"{p}self_attn.k_norm", rotary=True, biases=plan.biases))
     out.append(same("norm.weight", (w,), "output_norm.weight", offset=off))
-    return Table(tuple(out), "embed_tokens.weight", tuple(bounds))
+    out.append(same("lm_head.weight", (vocab, w), "output.weight", False))
+    return Table(tuple(out), "embed_tokens.weight", tuple(bounds), head="lm_head.weight")
 
 
 def rope(x: Array, inv: NDArray[np.float64], offset: int = 0) -> Array:
@@ -126,9 +128,10 @@ def rope(x: Array, inv: NDArray[np.float64], offset: int = 0) -> Array:
 
 
 def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
+            dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
     """Layer by layer (a generator: one layer's weights held at a time); causal mask, each
-    layer's window; the last layer's hidden state is after the final norm."""
+    layer's window; the last layer's hidden state is after the final norm. `resume` changes
+    layers' scales and may start at a later layer from its input residual."""
     act = activation(plan.act)
     group = plan.heads // plan.kv
     off = plan.norm_offset
@@ -146,10 +149,15 @@ def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
     def norm(h: Array, name: str) -> Array:
         return rms_norm(h, w(name), plan.eps, off)
 
-    x = rows(read, "embed_tokens.weight", ids, dtype)
-    if plan.embed_scale is not None:  # Gemma: × √width, rounded to the weights' dtype
-        x = x * np.asarray(plan.embed_scale, dtype=dtype)
-    for i in range(plan.layers):
+    change = resume or Resume()
+    start = change.begin(plan.layers)
+    if change.residual is not None:
+        x = change.residual
+    else:
+        x = rows(read, "embed_tokens.weight", ids, dtype)
+        if plan.embed_scale is not None:  # Gemma: × √width, rounded to the weights' dtype
+            x = x * np.asarray(plan.embed_scale, dtype=dtype)
+    for i in range(start, plan.layers):
         p = f"layers.{i}."
         a = x if plan.layout == "post" else norm(x, p + "input_layernorm.weight")
         qp = lin(p + "self_attn.q_proj", a)
@@ -174,8 +182,8 @@ def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
         # GQA: query head h reads key/value head h // group
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         window = plan.windows[i]
-        o = lin(p + "self_attn.o_proj",
-                merge(attend(q, k, v, plan.scale, True, window, plan.cap)))
+        scale = plan.scale * change.factors.get(i, 1.0)
+        o = lin(p + "self_attn.o_proj", merge(attend(q, k, v, scale, True, window, plan.cap)))
         if plan.layout == "pre":
             x = x + o
             m = norm(x, p + "post_attention_layernorm.weight")
@@ -189,7 +197,7 @@ def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
         f = lin(p + "mlp.down_proj", gated)
         x = x + (f if plan.layout == "pre" else norm(f, p + "post_feedforward_layernorm.weight"))
         hidden = norm(x, "norm.weight") if i == plan.layers - 1 else x
-        yield LayerOut(q=q, k=k, scale=plan.scale, causal=True, hidden=hidden, v=v,
+        yield LayerOut(q=q, k=k, scale=scale, causal=True, hidden=hidden, v=v,
                        window=window, cap=plan.cap, q_pre=q_pre, k_pre=k_pre, rule=plan.rule)
 
 

@@ -20,7 +20,7 @@ from sdpa_cli.studies.inspect.models import (
     phi3,
     qwen3,
 )
-from sdpa_cli.studies.inspect.models.common import LayerOut, Reader
+from sdpa_cli.studies.inspect.models.common import LayerOut, Reader, Resume
 from sdpa_cli.studies.inspect.models.tensormap import Table
 
 Forward = Callable[..., Iterator[LayerOut]]
@@ -54,8 +54,8 @@ def _mha(shape: Callable[[Config], tuple[int, int, int]]
 def _run(make: Callable[[Config], Any], engine: Callable[..., Iterator[LayerOut]]) -> Forward:
     """The forward of a family whose module reads a config into what a shared engine runs."""
     def forward(config: Config, read: Reader, ids: NDArray[np.integer[Any]],
-                dtype: type = np.float32) -> Iterator[LayerOut]:
-        return engine(make(config), read, ids, dtype)
+                dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
+        return engine(make(config), read, ids, dtype, resume)
 
     return forward
 

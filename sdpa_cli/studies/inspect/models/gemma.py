@@ -17,6 +17,7 @@ from sdpa_cli.studies.inspect.models.common import (
     ConfigError,
     LayerOut,
     Reader,
+    Resume,
     choice,
     integer,
     real,
@@ -94,10 +95,12 @@ def gemma3_plan(config: Mapping[str, Any]) -> Plan:
 
 
 def gemma2_forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-                   dtype: type = np.float32) -> Iterator[LayerOut]:
-    return decoder.forward(gemma2_plan(config), read, ids, dtype)
+                   dtype: type = np.float32, resume: Resume | None = None
+                   ) -> Iterator[LayerOut]:
+    return decoder.forward(gemma2_plan(config), read, ids, dtype, resume)
 
 
 def gemma3_forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-                   dtype: type = np.float32) -> Iterator[LayerOut]:
-    return decoder.forward(gemma3_plan(config), read, ids, dtype)
+                   dtype: type = np.float32, resume: Resume | None = None
+                   ) -> Iterator[LayerOut]:
+    return decoder.forward(gemma3_plan(config), read, ids, dtype, resume)

@@ -15,6 +15,7 @@ from sdpa_cli.studies.inspect.models.common import (
     ConfigError,
     LayerOut,
     Reader,
+    Resume,
     choice,
     integer,
     real,
@@ -134,7 +135,7 @@ def plan(config: Mapping[str, Any]) -> Plan:
 
 
 def forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
+            dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
     """Layer by layer; causal mask (and Mistral's window); the last layer's hidden state is
     after the final norm."""
-    return decoder.forward(plan(config), read, ids, dtype)
+    return decoder.forward(plan(config), read, ids, dtype, resume)

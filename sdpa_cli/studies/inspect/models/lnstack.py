@@ -13,6 +13,7 @@ from sdpa_cli.studies.inspect.models.common import (
     Array,
     LayerOut,
     Reader,
+    Resume,
     activation,
     attend,
     heads,
@@ -74,8 +75,9 @@ def both(target: str, source: str, shape: tuple[int, ...], transpose: bool = Fal
 
 
 def forward(stack: Stack, read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
-    """Layer by layer (a generator: one layer's weights held at a time); positions 0…n−1."""
+            dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
+    """Layer by layer (a generator: one layer's weights held at a time); positions 0…n−1.
+    `resume` as in decoder.forward."""
     act = activation(stack.act)
 
     def w(name: str) -> Array:
@@ -90,18 +92,24 @@ def forward(stack: Stack, read: Reader, ids: NDArray[np.integer[Any]],
         return layer_norm(h, w(f"{name}.weight"), w(f"{name}.bias"), stack.eps)
 
     n = ids.shape[1]
-    x = rows(read, "embed.weight", ids, dtype)
-    x = x + w("position.weight")[:n]
-    if stack.token_type:
-        x = x + w("token_type.weight")[0]
-    if stack.embed_norm:
-        x = norm("embed_norm", x)
-    for i in range(stack.layers):
+    change = resume or Resume()
+    start = change.begin(stack.layers)
+    if change.residual is not None:
+        x = change.residual
+    else:
+        x = rows(read, "embed.weight", ids, dtype)
+        x = x + w("position.weight")[:n]
+        if stack.token_type:
+            x = x + w("token_type.weight")[0]
+        if stack.embed_norm:
+            x = norm("embed_norm", x)
+    for i in range(start, stack.layers):
         p = f"layers.{i}."
         a = x if stack.post else norm(p + "attn_norm", x)
         q, k, v = (heads(lin(p + name, a), stack.heads, stack.dim)
                    for name in ("attn.q", "attn.k", "attn.v"))
-        o = lin(p + "attn.o", merge(attend(q, k, v, stack.scales[i], stack.causal)))
+        scale = stack.scales[i] * change.factors.get(i, 1.0)
+        o = lin(p + "attn.o", merge(attend(q, k, v, scale, stack.causal)))
         if stack.post:
             x = norm(p + "attn_norm", o + x)
             m = lin(p + "mlp.down", act(lin(p + "mlp.up", x)))
@@ -110,5 +118,5 @@ def forward(stack: Stack, read: Reader, ids: NDArray[np.integer[Any]],
             x = x + o
             x = x + lin(p + "mlp.down", act(lin(p + "mlp.up", norm(p + "mlp_norm", x))))
         hidden = norm("final_norm", x) if stack.final_norm and i == stack.layers - 1 else x
-        yield LayerOut(q=q, k=k, scale=stack.scales[i], causal=stack.causal, hidden=hidden,
+        yield LayerOut(q=q, k=k, scale=scale, causal=stack.causal, hidden=hidden,
                        v=v, rule=stack.rules[i])

@@ -26,4 +26,4 @@ def plan(config: Mapping[str, Any]) -> Plan:
 
 def table(config: Mapping[str, Any], vocab: int) -> Table:
     t = decoder.table(plan(config), vocab)
-    return Table(fused(t.targets, FUSED), t.embedding, t.qk)
+    return Table(fused(t.targets, FUSED), t.embedding, t.qk, t.head)

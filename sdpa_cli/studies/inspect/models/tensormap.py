@@ -90,11 +90,13 @@ class QK:
 class Table:
     """Everything a family reads: targets (in the order the forward reads them), the token
     embedding's target, and per layer the weight-only q·k bound (None: the family declares it
-    has none)."""
+    has none); `head`: an optional untied LM head among the targets, which the forward does
+    not read (the next-token loss reads it by rows; without it, the embedding's rows)."""
 
     targets: tuple[Target, ...]
     embedding: str
     qk: tuple[QK, ...] | None
+    head: str | None = None
 
     def sources(self) -> dict[str, Source]:
         """Each stored tensor once, by name, in reading order."""
