@@ -86,6 +86,24 @@ def specs(workdir: Path) -> Path:
     return folder
 
 
+TINY_RUN = ("--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q")
+
+
+@pytest.fixture(scope="session")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What sdpa wrote, for tests that damage or plant its files: a run folder R (variance),
+    and a batch folder B of specs/one.yaml, whose check fails. Shared by the session: a test
+    copies what it changes."""
+    root = tmp_path_factory.mktemp("written")
+    (root / "specs").mkdir()
+    write_spec(root / "specs", "one.yaml", "study: variance\ndims: [4]\npairs: 100\nseed: 1\n"
+               "se_tolerance: 0.001\n")
+    assert run(["variance", *TINY_RUN, "--out", str(root / "R")]) == 0
+    assert run(["run", str(root / "specs"), "--out", str(root / "B"), "--no-plots", "-q",
+                "--check"]) == 1
+    return root
+
+
 # The quick tier runs these shipped specs through the per-spec tests (one or two per study and
 # figure kind); the rest run in the slow tier (`pytest -m slow`, which .ci/run runs).
 # A shipped spec whose estimated work is above this (about a second) runs in the slow tier

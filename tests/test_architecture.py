@@ -241,3 +241,13 @@ def test_slow_marks_are_where_the_tests_are() -> None:
         calls = [n for n in ast.walk(tree)
                  if isinstance(n, ast.Attribute) and n.attr == "add_marker"]
         assert calls == [], path.name
+
+
+def test_no_test_module_is_named_by_round() -> None:
+    """Tests live in modules named by the surface they test: a new case joins its subject's
+    module, never a numbered sequel (test_x_2.py)."""
+    import re
+
+    rounds = [p.name for p in Path(__file__).parent.glob("test_*.py")
+              if re.search(r"_\d+\.py$", p.name)]
+    assert rounds == []
