@@ -1,4 +1,4 @@
-"""CI reports (issue 12): JUnit XML against the common schema, GitHub annotations, summaries."""
+"""CI reports: JUnit XML against the common schema, GitHub annotations, summaries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each hole the contract had (issue 36), as a fault planted in a throwaway copy of the recipe's
+"""Each hole the contract had, as a fault planted in a throwaway copy of the recipe's
 study: the check that should catch it does, and says what is wrong in the study's terms. On
 the contract before issue 36 every one of these faults passed (or was blamed on the wrong
 thing)."""

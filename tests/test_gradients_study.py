@@ -271,7 +271,7 @@ def test_slope_check_is_not_applied_while_the_curve_still_bends() -> None:
             for d, m in zip(dims, means, strict=True)]
     apart: list[str] = []
     checks = {c.name: c for c in slope_checks(spec, rows, slope_rows(spec, rows), K, apart)}
-    # not a check (issue 28): it is counted apart, with the reason
+    # not a check: it is counted apart, with the reason
     assert "linear W_V slope" not in checks
     assert any(x.startswith("linear W_V slope") and "still bending" in x for x in apart)
 

@@ -217,7 +217,7 @@ def test_too_much_is_one_line_naming_what_to_lower(sdpa, workdir: Path, bad: Bad
 HUGE = (10**300, 10**308, int(1.7e308))  # each within float64, so the command line takes it
 
 
-# inspect's inputs and their bounds are issue 35's ground (its loader)
+# inspect's inputs and their bounds are its loader's (test_inspect_attacks.py)
 @pytest.mark.parametrize("name", [n for n in registry.NAMES if n != "inspect"])
 def test_every_cost_estimate_survives_whole_numbers_beyond_float_range(name):
     """One field or two at a time set to a whole number near float64's largest: every product

@@ -1,4 +1,4 @@
-"""sdpa's own sentences held to the audit's standard (issue 28, section 3), read at 80 columns:
+"""sdpa's own sentences held to the audit's standard, read at 80 columns:
 direction words need a significant and material change; heuristics are not checks; expect:
 lines follow the distribution; statements at the strength of their evidence."""
 

@@ -1,4 +1,4 @@
-"""`sdpa run -k EXPR` and `--last-failed` (issue 12)."""
+"""`sdpa run -k EXPR` and `--last-failed`."""
 
 from __future__ import annotations
 

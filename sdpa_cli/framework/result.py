@@ -200,11 +200,11 @@ class Result:
     tables: tuple[Table, ...] = ()  # further tables (after the main one)
     panels: tuple[Panel, ...] = ()  # step-by-step blocks shown before the tables
     # Comparisons with a heuristic (or a limit not reached): shown and counted apart from the
-    # checks, never as one (issue 28).
+    # checks, never as one.
     unchecked: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # more JSON fields, e.g. steps
     # Nothing was measured (a model that is not on this machine): why, and how to get what
-    # was missing. A skipped run is neither passed nor failed (issue 34).
+    # was missing. A skipped run is neither passed nor failed.
     skipped: str | None = None
 
     @property

@@ -49,7 +49,7 @@ class Settings:
     executor: Executor | None = field(default=None, compare=False, repr=False)
     # Block progress for a live progress bar (report.progress); None: nobody is watching.
     tick: Tick | None = field(default=None, compare=False, repr=False)
-    # CI (issue 12): reports beside the run, and --no-write (compute and report only)
+    # CI: reports beside the run, and --no-write (compute and report only)
     junit_xml: Path | None = None
     annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
     codequality: Path | None = None  # GitLab code-quality JSON

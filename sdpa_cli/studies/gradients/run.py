@@ -269,7 +269,7 @@ def _like_with_like(spec: GradientsSpec, rows: Sequence[Row], d: int) -> float |
 
 
 def _vanish_sentence(spec: GradientsSpec, rows: Sequence[Row], lo: int, hi: int) -> str:
-    """The documents' vanishing-gradient claim, like with like (issue 34): the total with each
+    """The documents' vanishing-gradient claim, like with like: the total with each
     rule's factor divided out, and the query rows that saturation starves; no verdict word of
     its own beyond what these two say."""
     raw = [r for r in rows if r["scaling"] == "none"]
