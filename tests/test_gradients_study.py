@@ -217,7 +217,7 @@ def test_rules_of_issue_15_run_through_the_study_code() -> None:
     assert [r.theory_score_ms is None for r in rows] == [True, True, True, False]
     assert rows[3].factor == pytest.approx(math.log(5))
     assert values[2].score_ms.max() <= 4.0  # |C·tanh(·)| ≤ C = 2
-    assert all(r.grad_wq_mean and r.grad_wq_mean > 0 for r in rows)
+    assert all(r.grads.grad_wq_mean and r.grads.grad_wq_mean > 0 for r in rows)
     assert theory_slope(spec, rules[0], "wq")[0] == 0.5
     assert theory_slope(spec, rules[2], "wq")[0] is None
 
