@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,14 @@ from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_r
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.jacobian import peaks as peaks_of
-from sdpa_cli.studies.saturation import derived, gauss_slopes, keys_axis, score_findings, score_text
+from sdpa_cli.studies.saturation import (
+    derived,
+    gauss_slopes,
+    keys_axis,
+    score_findings,
+    score_text,
+    vector_grid,
+)
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
@@ -203,32 +209,19 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext
     law, unit = law_of(spec)
     rows: list[JacobianVectorRow] = []
     checks: list[Check] = []
-    grid = [(i, d, j, n) for i, d in enumerate(spec.dim_list)
-            for j, n in enumerate(spec.key_list)]
-    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
-    for i, d, j, n in grid:  # the threads or the cluster
-        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
-                                     (i, j), threshold=None, jacobian=True, keep_first=False))
-        if spec.additive:
-            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=None,
-                                           jacobian=True))
-    cells = iter(draws.run_cells(jobs, ctx))
-    for _i, d, _j, n in grid:
-        cell = next(cells)
+    for g in vector_grid.draw_grid(spec, ctx, law, unit, threshold=None, jacobian=True,
+                                   keep_first=False):
         cell_rows = [
-            _vector_row(shared.vector_parts(spec, law, unit, d, n, scaling, cell), measured, n)
-            for scaling, measured in zip(spec.scalings, cell.measured, strict=True)]
-        rows.extend(cell_rows)
-        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows],
-                                         spec.se_tolerance))
-        if spec.additive:
-            add = next(cells)
-            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0], n)
-            rows.append(row)
-            if row.scores.theory_score_var is not None:
-                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores,
-                                                 spec.se_tolerance),
-                                      fields=("additive",)))
+            _vector_row(shared.vector_parts(spec, law, unit, g.dim, g.keys, scaling, g.cell),
+                        measured, g.keys)
+            for scaling, measured in zip(spec.scalings, g.cell.measured, strict=True)]
+        add = None
+        if g.additive is not None:
+            add = _vector_row(shared.additive_parts(spec, law, g.dim, g.keys, g.additive),
+                              g.additive.measured[0], g.keys)
+        rows.extend(cell_rows + ([add] if add else []))
+        checks.extend(vector_grid.grid_checks(spec, g, [r.scores for r in cell_rows],
+                                              add.scores if add else None))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 

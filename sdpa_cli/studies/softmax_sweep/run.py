@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,14 @@ from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation import derived, gauss_slopes, keys_axis, score_findings, score_text
+from sdpa_cli.studies.saturation import (
+    derived,
+    gauss_slopes,
+    keys_axis,
+    score_findings,
+    score_text,
+    vector_grid,
+)
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
@@ -192,42 +198,28 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[SweepExplicitRow]) -> Fig
 def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
                 ) -> tuple[list[SweepVectorRow], list[Check], list[Figure], list[str]]:
     law, unit = law_of(spec)
-    k = spec.se_tolerance
     rows: list[SweepVectorRow] = []
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
     want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
         keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
-    grid = [(i, d, j, n) for i, d in enumerate(dims) for j, n in enumerate(keys)]
-    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
-    for i, d, j, n in grid:  # the threads or the cluster
-        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
-                                     (i, j), threshold=spec.threshold, jacobian=False,
-                                     keep_first=want_picture))
-        if spec.additive:
-            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=spec.threshold,
-                                           jacobian=False))
-    cells = iter(draws.run_cells(jobs, ctx))
-    for _i, d, _j, n in grid:
-        cell = next(cells)
+    for g in vector_grid.draw_grid(spec, ctx, law, unit, threshold=spec.threshold,
+                                   jacobian=False, keep_first=want_picture):
         cell_rows = []
-        for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-            parts = shared.vector_parts(spec, law, unit, d, n, scaling, cell)
+        for scaling, measured in zip(spec.scalings, g.cell.measured, strict=True):
+            parts = shared.vector_parts(spec, law, unit, g.dim, g.keys, scaling, g.cell)
             cell_rows.append(_vector_row(parts, measured, spec.threshold,
-                                         shared.limit_max_prob(spec, law, scaling, n)))
-        rows.extend(cell_rows)
-        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows], k))
-        if spec.additive:
-            add = next(cells)
-            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
-                              spec.threshold, None)
-            rows.append(row)
-            if row.scores.theory_score_var is not None:
-                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores, k),
-                                      fields=("additive",)))
+                                         shared.limit_max_prob(spec, law, scaling, g.keys)))
+        add = None
+        if g.additive is not None:
+            add = _vector_row(shared.additive_parts(spec, law, g.dim, g.keys, g.additive),
+                              g.additive.measured[0], spec.threshold, None)
+        rows.extend(cell_rows + ([add] if add else []))
+        checks.extend(vector_grid.grid_checks(spec, g, [r.scores for r in cell_rows],
+                                              add.scores if add else None))
         if want_picture:
-            picture = _picture(spec, law, unit, d, n, cell)
+            picture = _picture(spec, law, unit, g.dim, g.keys, g.cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
     figures = [_vs_dim_figure(spec, rows)] if len(dims) > 1 else []
     if picture is not None:
