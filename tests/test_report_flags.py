@@ -200,6 +200,18 @@ def test_a_step_summary_fifo_fails_without_blocking(sdpa, workdir: Path, monkeyp
 
 
 
+def test_a_bad_specs_step_summary_fifo_names_the_variable(sdpa, workdir: Path, monkeypatch):
+    # a bad spec's summary went out as "cannot write fifo: …", naming no variable
+    os.mkfifo(workdir / "fifo")
+    (workdir / "s.yaml").write_text("study: variance\ndims: [0]\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "fifo")
+    r = sdpa("variance", "s.yaml", "--annotations", "github")
+    assert r.code == 2
+    assert r.err.strip().splitlines()[-1] == ("GITHUB_STEP_SUMMARY: cannot write fifo: a FIFO "
+                                              "nobody reads")
+
+
 def test_a_report_never_lands_in_a_run_folder_or_over_a_batch_file(sdpa, workdir: Path):
     """--junit-xml R/manifest.json used to overwrite the run folder's manifest after the run,
     so sdpa then refused to replace its own folder. Reports aimed inside a run folder, or
