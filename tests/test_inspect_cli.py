@@ -1,4 +1,4 @@
-"""`sdpa inspect` end to end on tiny checkpoints, and every bad input of issue 21: one line,
+"""`sdpa inspect` end to end on tiny checkpoints, and every bad input: one line,
 exit 2, nothing written."""
 
 from __future__ import annotations

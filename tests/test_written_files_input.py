@@ -266,7 +266,7 @@ def test_compare_of_huge_figures_uses_bounded_memory(sdpa, workdir: Path):
 
 @pytest.mark.parametrize("how", ["dev-zero", "fifo", "huge"])
 def test_a_planted_last_failed_record_is_refused_not_read_whole(sdpa, workdir: Path, how):
-    # Issue 25: with --last-failed the record chooses what runs, so one that cannot be sdpa's
+    # With --last-failed the record chooses what runs, so one that cannot be sdpa's
     # is bad input (one line, exit 2), found without blocking on it or reading it whole.
     (workdir / "s.yaml").write_text("study: variance\ndims: [3]\npairs: 10\nseed: 1\n",
                                     encoding="utf-8")

@@ -314,7 +314,7 @@ class Result:
 
 
 def _skip_reason(doc: Mapping[str, Any]) -> str | None:
-    """Why a run measured nothing: `skipped` (files before issue 34 kept it among the extra
+    """Why a run measured nothing: `skipped` (older sdpa's files kept it among the extra
     fields under the same name)."""
     reason = doc.get("skipped")
     return str(reason) if reason is not None else None
@@ -387,7 +387,7 @@ def audit_extra(a: AuditEntry) -> dict[str, Any]:
 
 
 def audit_from_json(doc: Mapping[str, Any]) -> AuditEntry:
-    """An AuditEntry read back from results.json (files from before issue 28 too)."""
+    """An AuditEntry read back from results.json (older sdpa's files too)."""
     known = set(AuditEntry.__dataclass_fields__)
     data = {k: v for k, v in doc.items() if k in known and k not in ("material", "fragile")}
     data["from_"] = doc.get("from")
