@@ -8,17 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.common import assemble, finite, law_of, row_lookup
+from sdpa_cli.framework.common import finite, law_of
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.jacobian import peaks as peaks_of
 from sdpa_cli.studies.saturation import (
-    derived,
     gauss_slopes,
     keys_axis,
-    score_findings,
     score_text,
     vector_grid,
 )
@@ -89,10 +87,6 @@ FIELDS = JACOBIAN_FIELDS  # by score source
 SMALL_MATRIX = 12  # J itself is drawn (and kept in the figure data) up to this many keys
 
 
-def plan_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
-    return shared.plan_keys(spec)
-
-
 def documented_problem(spec: JacobianSpec, entry: Documented) -> str | None:
     return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
@@ -144,15 +138,9 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, gaussian, peaks))
         notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
-    return assemble(spec, study="jacobian", title=title,
-                    table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
-                    lookup=row_lookup(rows),
-                    theory=score_text.theory_lines(spec, jacobian=True),
-                    expect=score_text.expect_lines(spec, jacobian=True),
-                    findings=score_findings.findings(source, rows, jacobian=True,
-                                                     peaks=found_peaks),
-                    notes=notes, figures=figures if ctx.figures else [], tables=tables,
-                    derived=derived.JACOBIAN)
+    return score_text.assembled(spec, ctx, study="jacobian", table="jacobian", title=title,
+                                columns=columns, rows=rows, checks=checks, notes=notes,
+                                figures=figures, tables=tables, jacobian=True, peaks=found_peaks)
 
 
 # --- source 1 -----------------------------------------------------------------------------

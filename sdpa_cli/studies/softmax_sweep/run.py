@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of, row_lookup
+from sdpa_cli.framework.common import divisor_label, finite, law_of
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.sampling import PairLaw
@@ -16,10 +16,8 @@ from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.saturation import (
-    derived,
     gauss_slopes,
     keys_axis,
-    score_findings,
     score_text,
     vector_grid,
 )
@@ -82,10 +80,6 @@ FIELDS = SWEEP_FIELDS  # by score source
 WEIGHTS_FIGURE_MAX_BARS = 2000
 
 
-def plan_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
-    return shared.plan_keys(spec)
-
-
 def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
     return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
@@ -133,14 +127,9 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         checks += more_checks
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
-    return assemble(spec, study="softmax-sweep", title=title,
-                    table=Table("softmax", title, columns, tuple(rows)), checks=checks,
-                    lookup=row_lookup(rows),
-                    theory=score_text.theory_lines(spec, jacobian=False),
-                    expect=score_text.expect_lines(spec, jacobian=False),
-                    findings=score_findings.findings(source, rows, jacobian=False),
-                    notes=notes, figures=figures if ctx.figures else [], tables=tables,
-                    derived=derived.SWEEP)
+    return score_text.assembled(spec, ctx, study="softmax-sweep", table="softmax", title=title,
+                                columns=columns, rows=rows, checks=checks, notes=notes,
+                                figures=figures, tables=tables, jacobian=False)
 
 
 # --- source 1 -----------------------------------------------------------------------------
