@@ -230,17 +230,10 @@ def _median(measured: draws.Measured) -> tuple[float | None, float | None]:
 
 
 def _vs_dim_figure(spec: JacobianSpec, rows: list[JacobianVectorRow]) -> Figure:
-    curves = []
-    for n in spec.key_list:
-        for label, formula in shared.curve_labels(spec):
-            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
-            curves.append({
-                "keys": n, "scaling": label, "formula": formula,
-                "dims": [r.head.dim for r in pts],
-                "mean_frobenius": [r.stats.mean_frobenius for r in pts],
-                "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
-                "median_frobenius": [r.median_frobenius for r in pts],
-            })
+    curves = shared.vs_dim_curves(spec, rows, lambda pts: {
+        "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+        "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+        "median_frobenius": [r.median_frobenius for r in pts]})
     return Figure("jacobian_vs_dim", "saturation.jacobian_vs_dim",
                   "Mean ‖J‖_F of each attention row versus d_k",
                   {"curves": curves,

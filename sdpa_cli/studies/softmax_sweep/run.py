@@ -243,22 +243,15 @@ def _vector_columns(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> tuple
 
 
 def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> Figure:
-    curves = []
-    for n in spec.key_list:
-        for label, formula in shared.curve_labels(spec):
-            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
-            curves.append({
-                "keys": n, "scaling": label, "formula": formula,
-                "dims": [r.head.dim for r in pts],
-                "mean_max_prob": [r.stats.mean_max_prob for r in pts],
-                "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
-                "mean_entropy": [r.stats.mean_entropy for r in pts],
-                "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
-                "implied_score_std": [r.head.implied_score_std for r in pts],
-                "limit_max_prob": pts[0].limit_max_prob if pts else None,
-                "implied_self_score_mean": [r.head.implied_self_score_mean for r in pts]
-                if spec.correlation != 0 else None,
-            })
+    curves = shared.vs_dim_curves(spec, rows, lambda pts: {
+        "mean_max_prob": [r.stats.mean_max_prob for r in pts],
+        "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
+        "mean_entropy": [r.stats.mean_entropy for r in pts],
+        "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
+        "implied_score_std": [r.head.implied_score_std for r in pts],
+        "limit_max_prob": pts[0].limit_max_prob if pts else None,
+        "implied_self_score_mean": [r.head.implied_self_score_mean for r in pts]
+        if spec.correlation != 0 else None})
     return Figure(
         "saturation_vs_dim", "saturation.vs_dim",
         "Max weight, entropy and implied score spread versus d_k",
