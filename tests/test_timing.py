@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import resource
+import time
 from pathlib import Path
 
 import pytest
@@ -88,9 +90,20 @@ def test_real_runs_stay_within_the_stated_factor_of_the_page(sdpa, workdir: Path
     root = paths.shipped_experiments()
     assert root is not None
     files = [p for p in paths.spec_files(root) if p.stem in chosen]
-    r = sdpa("run", "--force", "--out", "timed", "--format", "json", *map(str, files))
+    # CPU time, not the clock: the page's times are of an idle machine with one worker, where
+    # the two agree, and CI's slow tier runs beside other work (the clock read 3.8x there)
+    before = _cpu()
+    r = sdpa("run", "--force", "--out", "timed", "--format", "json", "--workers", "1",
+             *map(str, files))
+    took = _cpu() - before
     assert r.code == 0
-    took = {e["name"]: e["seconds"] for e in json.loads(r.out)["experiments"]}
+    assert len(json.loads(r.out)["experiments"]) == len(chosen)
     specs, _ = _measured()
     page = sum(specs[n] for n in chosen)
-    assert _within(sum(took.values()), page), (took, page)
+    assert _within(took, page), (took, page)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (a worker pool's)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
