@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -18,6 +22,28 @@ class Bad:
     where: str | None = None  # the line must start with this (file:line:col, or the flag)
     links: dict[str, str] = field(default_factory=dict)  # symlink name → its target
     make: Callable[[Path], Any] | None = None  # builds what the case needs in the workdir
+    env: dict[str, str] = field(default_factory=dict)  # environment variables for the run
+
+
+def spec(text: str | bytes, name: str = "s.yaml") -> dict[str, str | bytes]:
+    """The files of a case whose one spec file is `text`."""
+    return {name: text}
+
+
+def tampered(written: Path, work: Path, change: Callable[[dict], object] | None = None,
+             text: str | None = None) -> Path:
+    """R and R2 copied from what sdpa wrote (conftest's `written`) into `work`, R2's
+    results.json changed in place by `change` or replaced by `text`; its path."""
+    shutil.copytree(written / "R", work / "R")
+    shutil.copytree(written / "R", work / "R2")
+    path = work / "R2" / "results.json"
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    elif change is not None:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        change(doc)
+        path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
 
 
 def snapshot(root: Path) -> dict[str, object]:
@@ -55,13 +81,18 @@ def check(sdpa: Callable[..., Any], workdir: Path, bad: Bad) -> str:
     """Run one case in `workdir` and check the refusal; the line, for further checks."""
     prepare(workdir, bad)
     before = snapshot(workdir)
-    r = sdpa(*bad.argv)
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in bad.env.items():
+            mp.setenv(key, value)
+        r = sdpa(*bad.argv)
     lines = r.err.strip().splitlines()
     assert r.code == 2, r.err
     assert len(lines) == 1, r.err
     line = lines[0]
     assert "Traceback" not in r.err and r.out == ""
-    assert len(line) < 400, line  # one readable line, never a 5000-digit echo
+    # one readable line, never a 5000-digit echo: bounded beyond the place it names, which is
+    # as long as the name the user gave
+    assert len(line.removeprefix(bad.where or "")) < 400, line
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in line), repr(line)
     assert "set_int_max_str_digits" not in line and "internal error" not in line
     assert bad.says in line, line

@@ -8,7 +8,7 @@ qwen15`; not in CI): the same whole-process comparison with the next-token loss,
 `sdpa inspect FILE --loss` against transformers' forward with attentions and its loss on the
 same ids, and the two losses side by side.
 
-With --gguf (issue 35): whole processes, one run each, 8 × 128 tokens of the same text:
+With --gguf: whole processes, one run each, 8 × 128 tokens of the same text:
 `sdpa inspect FILE` (load, tokenise, forward, statistics, no figures) against a Python that
 runs transformers' from_pretrained(folder, gguf_file=…, attn_implementation="eager") and its
 forward on the same token ids; their wall-clock ratio and each process's peak RSS (wait4).

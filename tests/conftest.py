@@ -29,34 +29,6 @@ from sdpa_cli.runner import executors, loader  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The quick tier's budget (75 s on 2 cores): its heaviest tests, 2 s or more each on an idle
-# machine (pytest --durations), run in the slow tier, which .ci/run runs in full. Each is one
-# of several tests of the same behaviour; the quick tier keeps a cheaper one.
-HEAVY = {
-    "test_cli_saturation.py::test_each_source_draws_its_figures",
-    "test_input_properties.py::test_random_yaml_documents",
-    "test_figures.py::test_versus_keys_figure_is_log_log_with_every_rule",
-    "test_faults_2.py::test_symlinked_run_folder_keeps_its_link_and_leaves_nothing",
-    "test_cells.py::test_jobs_on_the_cluster_fold_as_each_alone",
-    "test_faults_2.py::test_an_ascii_terminal_gets_ascii_spellings",
-    "test_train.py::test_lr_sweep_figures_show_what_they_say",
-    "test_extremes.py::test_random_vectors_with_huge_components",
-    "test_batch.py::test_report_links_its_figures_and_is_complete",
-    "test_gradients_study.py::test_study_agrees_with_a_plain_loop_model",
-    "test_gauss_slopes.py::test_moments_against_30_digits_at_two_keys",
-    "test_figures.py::test_dpi_scales_the_png_and_default_stays_screen_sized",
-    "test_extremes.py::test_tiny_and_huge_std",
-}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        name = f"{item.path.name}::{item.originalname}"  # type: ignore[attr-defined]
-        if name in HEAVY:
-            item.add_marker(pytest.mark.slow)
-
-
 EXPERIMENTS = ROOT / "experiments"
 
 
@@ -95,6 +67,41 @@ def write_spec(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: {seed}\n"
+FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
+
+
+@pytest.fixture
+def specs(workdir: Path) -> Path:
+    """A batch folder of three specs: a-ok and c-ok pass, b-failing's standard-error check
+    fails (its tolerance is far below what 200 pairs give). A module that needs another
+    member overrides this fixture and edits the folder."""
+    folder = workdir / "specs"
+    folder.mkdir()
+    write_spec(folder, "a-ok.yaml", OK.format(seed=1))
+    write_spec(folder, "b-failing.yaml", FAILING)
+    write_spec(folder, "c-ok.yaml", OK.format(seed=2))
+    return folder
+
+
+TINY_RUN = ("--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q")
+
+
+@pytest.fixture(scope="session")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What sdpa wrote, for tests that damage or plant its files: a run folder R (variance),
+    and a batch folder B of specs/one.yaml, whose check fails. Shared by the session: a test
+    copies what it changes."""
+    root = tmp_path_factory.mktemp("written")
+    (root / "specs").mkdir()
+    write_spec(root / "specs", "one.yaml", "study: variance\ndims: [4]\npairs: 100\nseed: 1\n"
+               "se_tolerance: 0.001\n")
+    assert run(["variance", *TINY_RUN, "--out", str(root / "R")]) == 0
+    assert run(["run", str(root / "specs"), "--out", str(root / "B"), "--no-plots", "-q",
+                "--check"]) == 1
+    return root
 
 
 # The quick tier runs these shipped specs through the per-spec tests (one or two per study and

@@ -76,7 +76,7 @@ def llama(folder: Path, seed: int = 0, width: int = 16, heads: int = 4, kv: int 
     return save_checkpoint(folder, config, t)
 
 
-# Known-answer heads (issue 35): a GPT-2 whose weights make layer 0 head 0 a previous-token
+# Known-answer heads: a GPT-2 whose weights make layer 0 head 0 a previous-token
 # head, head 1 a sink on position 0, head 2 nothing (q = k = 0: uniform); and layer 1 head 0
 # an induction head built on layer 0 head 0's output, heads 1 and 2 nothing.
 KNOWN = {(0, 0): "previous-token", (0, 1): "sink", (0, 2): "other",

@@ -1,4 +1,4 @@
-"""CI annotations at the right spec line (issue 24.1): every audited number of every study at
+"""CI annotations at the right spec line: every audited number of every study at
 its `documented:` entry, flow or block style; a failed check at the field it checks."""
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import HEAVY
-
 import sdpa_cli
 
 ROOT = Path(sdpa_cli.__file__).parent
@@ -236,8 +234,20 @@ def test_a_study_package_imports_no_other_study():
     assert problems == []
 
 
-def test_every_heavy_name_is_a_test() -> None:
-    """A renamed test must not silently come back into the quick tier."""
-    for name in HEAVY:
-        file, function = name.split("::")
-        assert f"def {function}(" in (Path(__file__).parent / file).read_text(), name
+def test_slow_marks_are_where_the_tests_are() -> None:
+    """A test's tier is read beside it: no hook re-marks tests by name from elsewhere."""
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        calls = [n for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and n.attr == "add_marker"]
+        assert calls == [], path.name
+
+
+def test_no_test_module_is_named_by_round() -> None:
+    """Tests live in modules named by the surface they test: a new case joins its subject's
+    module, never a numbered sequel (test_x_2.py)."""
+    import re
+
+    rounds = [p.name for p in Path(__file__).parent.glob("test_*.py")
+              if re.search(r"_\d+\.py$", p.name)]
+    assert rounds == []

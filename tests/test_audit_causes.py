@@ -1,4 +1,4 @@
-"""Root causes of the audit (issue 28): each printed step against the exact chain and against
+"""Root causes of the audit: each printed step against the exact chain and against
 the document's own printed inputs; own / carried (from) / rounding / inconsistent; material.
 
 Expected causes are derived by hand from the document's printed numbers (exp(0.08) = 1.0833,

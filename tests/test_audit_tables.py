@@ -1,4 +1,4 @@
-"""Causes in every table (issue 34): a table study's printed number replayed by its column's
+"""Causes in every table: a table study's printed number replayed by its column's
 derivation from the document's printed inputs of the same row, and the document read as a
 whole across the specs that quote it.
 

@@ -13,19 +13,6 @@ import pytest
 import yaml
 from conftest import per_spec, write_spec
 
-OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: {seed}\n"
-FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
-
-
-@pytest.fixture
-def specs(workdir: Path) -> Path:
-    folder = workdir / "specs"
-    folder.mkdir()
-    write_spec(folder, "a-ok.yaml", OK.format(seed=1))
-    write_spec(folder, "b-failing.yaml", FAILING)
-    write_spec(folder, "c-ok.yaml", OK.format(seed=2))
-    return folder
-
 
 def _status(workdir: Path, name: str) -> dict:
     return json.loads((workdir / "outputs" / name / "results.json").read_text())
@@ -124,6 +111,7 @@ class _Page(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 def test_report_links_its_figures_and_is_complete(sdpa, workdir, specs):
     assert sdpa("run", str(specs), "-q").code == 0
     root = workdir / "outputs"

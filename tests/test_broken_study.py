@@ -1,4 +1,4 @@
-"""One study's mistake stays in that study (issue 36): a broken declaration, a figure kind its
+"""One study's mistake stays in that study: a broken declaration, a figure kind its
 declaration does not list, or a package that does not import is that study's author error
 (its file and line, the study, the field, the fix; exit 2, nothing run), and every other
 command, `sdpa run -k` of other specs, the test session's fixtures and the other studies'

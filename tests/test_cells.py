@@ -46,6 +46,7 @@ def test_jobs_sharing_a_window_fold_as_each_alone(workers):
     assert tick.planned == tick.done == 163
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 def test_jobs_on_the_cluster_fold_as_each_alone(cluster):
     tick = Counter()
     assert fold_jobs(_jobs(), 1, cluster, tick) == _alone()

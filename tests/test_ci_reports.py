@@ -1,4 +1,4 @@
-"""CI reports (issue 12): JUnit XML against the common schema, GitHub annotations, summaries."""
+"""CI reports: JUnit XML against the common schema, GitHub annotations, summaries."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from conftest import write_spec
 from sdpa_cli.report.annotate import escape_data, escape_property
 
 DATA = Path(__file__).parent / "data"
-OK = "study: variance\ndims: [4, 16]\npairs: 200\nseed: 1\n"
-FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
 # One match, one accepted finding, and a list whose second number is wrong (line 14, col 17).
 TINY = """study: worked-example
 title: tiny
@@ -33,13 +31,11 @@ documented:
 
 
 @pytest.fixture
-def specs(workdir: Path) -> Path:
-    folder = workdir / "specs"
-    folder.mkdir()
-    write_spec(folder, "a-ok.yaml", OK)
-    write_spec(folder, "b-failing.yaml", FAILING)
-    write_spec(folder, "c-tiny.yaml", TINY)
-    return folder
+def specs(specs: Path) -> Path:
+    """The shared batch with a worked example, c-tiny, in place of c-ok."""
+    (specs / "c-ok.yaml").unlink()
+    write_spec(specs, "c-tiny.yaml", TINY)
+    return specs
 
 
 def _junit(sdpa, specs: Path, workdir: Path, *extra: str) -> Path:

@@ -1,4 +1,4 @@
-"""Claims as audit entries (issue 28): holds / partly / fails / untested, with the measurement,
+"""Claims as audit entries: holds / partly / fails / untested, with the measurement,
 its uncertainty and the spec, and the coverage line; a spec's claims: are validated."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_a_claim_needs_tests_or_a_reason_and_one_side_per_test() -> None:
         claim({"quantity": "max_prob", "op": "<"})
 
 
-# --- issue 34: a premise is not half a claim; thresholds move verdicts; one verdict a claim ---
+# --- a premise is not half a claim; thresholds move verdicts; one verdict a claim ----------
 
 
 def test_a_premise_is_reported_beside_the_verdict_not_in_it() -> None:

@@ -34,7 +34,7 @@ INVENTORY = {
     D3: (68, 121, 203, 346, 371, 391, 397, 474, 517, 561, 564, 578, 579, 588, 599),
     D4: (44, 51, 142, 148, 153, 154, 155, 167, 175, 178),
 }
-# Among them, those an independent reading found missing (issue 45).
+# Among them, those an independent reading found missing.
 FOUND_MISSING = ((D3, 371), (D1, 738), (D1, 689), (D4, 153))
 
 

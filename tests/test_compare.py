@@ -1,4 +1,4 @@
-"""`sdpa compare A B` (issue 12): parameters, quantities in standard errors, exact mode."""
+"""`sdpa compare A B`: parameters, quantities in standard errors, exact mode."""
 
 from __future__ import annotations
 

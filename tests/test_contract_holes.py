@@ -1,7 +1,6 @@
-"""Each hole the contract had (issue 36), as a fault planted in a throwaway copy of the recipe's
-study: the check that should catch it does, and says what is wrong in the study's terms. On
-the contract before issue 36 every one of these faults passed (or was blamed on the wrong
-thing)."""
+"""Each hole the contract had, as a fault planted in a throwaway copy of the recipe's
+study: the check that should catch it does, and says what is wrong in the study's terms
+(each fault would otherwise pass, or be blamed on the wrong thing)."""
 
 from __future__ import annotations
 

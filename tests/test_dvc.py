@@ -1,4 +1,4 @@
-"""params.yaml and metrics.json in every run folder, read as DVC reads them (issue 12)."""
+"""params.yaml and metrics.json in every run folder, read as DVC reads them."""
 
 from __future__ import annotations
 

@@ -4,8 +4,11 @@ NumPy warning (the suite turns warnings into errors), figures drawn without comp
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
+
+import sdpa_cli
 
 
 def _rows(sdpa, *args, plots=False):
@@ -14,6 +17,7 @@ def _rows(sdpa, *args, plots=False):
     return r.json()["rows"], r.json()["checks"]
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("std", ["1e-150", "1e150"])
 def test_tiny_and_huge_std(sdpa, std):
     rows, checks = _rows(sdpa, "variance", "--std", std, "--dims", "3", "1000", plots=True)
@@ -92,6 +96,7 @@ def test_score_spreads_from_1e_minus_300_to_1e300(sdpa):
     assert frozen["mean_frobenius"] == 0.0
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
 def test_random_vectors_with_huge_components(sdpa, study):
     rows, _ = _rows(sdpa, study, "--dims", "64", "--keys", "8", "--std", "1e150", "--trials",
@@ -140,3 +145,29 @@ def test_figures_of_degenerate_data_are_drawn_quietly(sdpa, workdir, args):
     r = sdpa(*args, "-q", "--seed", "1")
     assert r.code == 0 and r.err == ""
     assert list((workdir / "outputs" / "jacobian").glob("*.png"))
+
+
+def test_variance_with_a_vanishing_power_rule_is_null_with_a_note(sdpa, workdir: Path):
+    # power:1e300 at d = 3: d^P overflows; the factor is 0 (a row of zeros, a note), never an
+    # OverflowError reported as an internal error
+    r = sdpa("variance", "--dims", "3", "1000", "--pairs", "10", "--seed", "1", "--scalings",
+             "power:1e300", "power:-1e300", "--no-plots", "-q", "--out", "run")
+    assert r.code == 0, r.err
+    assert "internal error" not in r.err
+
+
+
+def test_variance_below_float64s_smallest_is_null_never_a_false_zero(workdir):
+    """At σ = 1e-300 the mean, min and max of q·k (about 1e-600) were reported as exactly 0;
+    at σ = 1e-160 the histograms divided by bins 1e-320 wide (RuntimeWarning: overflow)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tiny = sdpa_cli.variance(dims=[3], pairs=500, std=1e-300, seed=1)
+        sdpa_cli.variance(dims=[3, 100], pairs=500, std=1e-160, seed=1).save("run")
+    row = tiny.rows[0]
+    assert row["mean"] is None and row["min"] is None and row["max"] is None
+    assert row["variance"] is None and "beyond float64" in row["note"]
+    assert row["z"] == sdpa_cli.variance(dims=[3], pairs=500, std=1.0, seed=1).rows[0]["z"]
+

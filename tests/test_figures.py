@@ -212,6 +212,7 @@ def _png_width(path: Path) -> int:
     return int.from_bytes(path.read_bytes()[16:20], "big")  # IHDR width
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 def test_dpi_scales_the_png_and_default_stays_screen_sized(sdpa, workdir: Path) -> None:
     spec = EXPERIMENTS / "softmax-sweep" / "softmax-demo.yaml"
     assert sdpa("softmax-sweep", spec, "--out", "screen", "-q").code == 0
@@ -246,6 +247,7 @@ def test_gradient_slope_titles_stay_on_the_canvas_with_many_rules(tmp_path: Path
     assert problems(fig) == []
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("study", ["softmax-sweep", "jacobian"])
 def test_versus_keys_figure_is_log_log_with_every_rule(tmp_path: Path, study: str) -> None:
     """Random q, k versus n: one row of three panels per d_k, x log in n with the key counts

@@ -50,6 +50,7 @@ def _check_outcome(code: int, err: str, head: str, workdir: Path) -> None:
     assert not list(workdir.glob(".*tmp-*"))
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @SETTINGS
 @given(documents)
 def test_random_yaml_documents(sdpa, workdir, doc):

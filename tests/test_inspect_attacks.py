@@ -1,4 +1,4 @@
-"""Attacks on inspect's loader (issues 35 and 38): hostile model folders, GGUF files, texts and
+"""Attacks on inspect's loader: hostile model folders, GGUF files, texts and
 caches. Each is refused before the forward with one line naming the file, the tensor or field,
 and what was expected; exit 2, nothing written; time and memory bounded by the input."""
 

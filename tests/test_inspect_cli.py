@@ -1,4 +1,4 @@
-"""`sdpa inspect` end to end on tiny checkpoints, and every bad input of issue 21: one line,
+"""`sdpa inspect` end to end on tiny checkpoints, and every bad input: one line,
 exit 2, nothing written."""
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def test_random_tokens_are_a_seeded_control(sdpa, workdir: Path):
 
 @pytest.mark.parametrize("part", ["config.json", "header"])
 def test_a_model_file_nested_10_5_deep_is_one_line(sdpa, workdir, part):
-    # the checkpoint's JSON goes through sdpa's one bounded reader (issue 25)
+    # the checkpoint's JSON goes through sdpa's one bounded reader
     from sdpa_cli.studies.inspect import tiny
 
     model = Path(tiny.example_files(workdir)["model"])

@@ -1,4 +1,4 @@
-"""Issue 35's statistics: sinks and head types (known-answer heads), TransformerLens's patterns,
+"""Inspect's statistics: sinks and head types (known-answer heads), TransformerLens's patterns,
 the weight-only W_Q W_Kᵀ bounds (against brute force and measured attention), the model's own
 rule, windows, token ids in results.json, the picture's crop, the terminal at 80 columns."""
 

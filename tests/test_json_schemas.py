@@ -1,5 +1,5 @@
 """Every JSON document sdpa prints carries schema_version and sdpa_version and fits the JSON
-Schema shipped in sdpa_cli/schemas (issue 12); a study's results fit its own schema too, shipped
+Schema shipped in sdpa_cli/schemas; a study's results fit its own schema too, shipped
 in its package (tests/test_study_schemas.py)."""
 
 from __future__ import annotations

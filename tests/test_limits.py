@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from attack import Bad, check
+from attack import spec as one_spec
 
 from sdpa_cli import registry
 from sdpa_cli.errors import InputError
@@ -161,3 +163,79 @@ def test_a_subnormal_temperature_in_variance_warns_nothing(sdpa, workdir):
     r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--scalings",
              "temperature:1e-320", "--no-plots", "-q", "--out", "run")
     assert r.code == 0, r.err
+
+
+# --- too much work, memory or output: refused before anything runs -----------------------
+
+TOO_MUCH = [
+    Bad("too-much-work", ["variance", "s.yaml"], "would draw 2e+14 random numbers",
+        one_spec("study: variance\ndims: [1000]\npairs: 100000000000\n"), "s.yaml:3:8: pairs:"),
+    Bad("rows-variance-flags", ["variance", "--dims", *map(str, range(1, 1202)), "--pairs", "2"],
+        "would make a table of 2402 rows", {}, "--dims: dims:"),
+    Bad("rows-variance-file", ["variance", "s.yaml"], "at most 2000: give fewer dims",
+        one_spec("study: variance\npairs: 2\ndims: [" + ", ".join(map(str, range(1, 1100))) +
+             "]\n"), "s.yaml:3:7: dims:"),
+    Bad("memory-softmax-explicit", ["softmax-sweep", "--scores", *["1"] * 4096, "--scales",
+                                    *map(str, range(1, 1001))],
+        "GB of memory; at most 1 GB", {}, "--scales: scales:"),
+    Bad("output-softmax-explicit", ["softmax-sweep", "--scores", *["1"] * 4096, "--scales",
+                                    *map(str, range(1, 301))],
+        "MB of files in the run folder; at most 100 MB", {}, "--scales: scales:"),
+    Bad("output-jacobian-explicit", ["jacobian", "--scores", *["1"] * 4096, "--scales",
+                                     *map(str, range(1, 301))],
+        "of files in the run folder", {}, "--scales: scales:"),
+    Bad("rows-softmax-vectors", ["softmax-sweep", "--dims", *map(str, range(1, 60)),
+                                 "--keys", *map(str, range(2, 40)), "--trials", "2"],
+        "dims × keys × scalings", {}, "--dims: dims:"),
+    Bad("rows-gaussian", ["jacobian", "s.yaml"], "keys × score_stds",
+        one_spec("study: jacobian\nkeys: [" + ", ".join(map(str, range(2, 60))) + "]\n"
+             "score_stds: [" + ", ".join(str(i / 10) for i in range(1, 60)) + "]\n"),
+        "s.yaml:3:13: score_stds:"),
+    Bad("pairs-hours", ["variance", "s.yaml"], "hours of work",
+        one_spec("study: variance\ndims: [3]\npairs: 1000000000000\n"), "s.yaml:3:8: pairs:"),
+    Bad("memory-additive-weights", ["softmax-sweep", "--dims", "4096", "--keys", "2", "--trials",
+                                    "2", "--additive", "100000"],
+        "GB of memory; at most 1 GB: lower additive", {}, "--additive: additive:"),
+    Bad("memory-train-embeddings", ["train", "--dims", "16", "--d-model", "4096", "--vocab",
+                                    "100000", "--pairs", "1", "--batch", "1", "--steps", "1",
+                                    "--log-every", "1"],
+        "GB of memory; at most 1 GB: lower vocab or d_model", {}, "--vocab: vocab:"),
+    Bad("work-train-many-tiny-steps", ["train", "--dims", "1", "--d-model", "2", "--vocab", "2",
+                                       "--pairs", "1", "--batch", "1", "--steps", "100000000",
+                                       "--seeds", "1", "--scalings", "none", "--optimisers",
+                                       "sgd", "--learning-rates", "0.1", "--log-every",
+                                       "10000000"],
+        "steps of work", {}, "--steps: steps:"),
+]
+
+
+@pytest.mark.parametrize("bad", TOO_MUCH, ids=lambda b: b.id)
+def test_too_much_is_one_line_naming_what_to_lower(sdpa, workdir: Path, bad: Bad):
+    check(sdpa, workdir, bad)
+
+
+HUGE = (10**300, 10**308, int(1.7e308))  # each within float64, so the command line takes it
+
+
+# inspect's inputs and their bounds are its loader's (test_inspect_attacks.py)
+@pytest.mark.parametrize("name", [n for n in registry.NAMES if n != "inspect"])
+def test_every_cost_estimate_survives_whole_numbers_beyond_float_range(name):
+    """One field or two at a time set to a whole number near float64's largest: every product
+    an estimate forms is beyond float64, and the spec is refused in one line (it raised
+    OverflowError: int too large to convert to float)."""
+    import itertools
+
+    from sdpa_cli.errors import InputError
+    from sdpa_cli.framework.declaration import flag_shape
+    from sdpa_cli.runner import loader
+
+    study = registry.get(name)
+    ints = [(f, flag_shape(info.annotation)) for f, info in study.spec.model_fields.items()
+            if f in study.flag_fields() and "int" in repr(info.annotation)]
+    base = dict(study.examples[0])
+    for big in HUGE:
+        for combo in [*itertools.combinations(ints, 1), *itertools.combinations(ints, 2)]:
+            fields = {f: [big] if shape == "list" else big for f, shape in combo}
+            with pytest.raises(InputError) as e:
+                loader.load(None, study=name, overrides={**base, **fields, "seed": 1})
+            assert len(e.value.lines()) >= 1 and all("\n" not in x for x in e.value.lines())

@@ -1,4 +1,4 @@
-"""Untrusted nesting and size (issues 24, 25): every reader fed 10⁵ levels ends in one line."""
+"""Untrusted nesting and size: every reader fed 10⁵ levels ends in one line."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_alias_fan_out_is_bounded_by_the_node_count():
 # --- JSON ----------------------------------------------------------------------------------
 # (sdpa compare, --last-failed, a run folder's and a batch folder's manifest, each fed 10⁵
 # levels end to end: the corpus cases compare-deep-*, last-failed-deep-*, *-manifest-deep in
-# test_bad_input_3.py)
+# test_written_files_input.py)
 
 
 @pytest.mark.parametrize("opener", ["[", '{"a": '])

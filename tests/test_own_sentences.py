@@ -1,4 +1,4 @@
-"""sdpa's own sentences held to the audit's standard (issue 28, section 3), read at 80 columns:
+"""sdpa's own sentences held to the audit's standard, read at 80 columns:
 direction words need a significant and material change; heuristics are not checks; expect:
 lines follow the distribution; statements at the strength of their evidence."""
 
@@ -90,7 +90,7 @@ def test_expect_lines_follow_the_distribution() -> None:
 
 
 def test_vanishing_gradient_verdict_compares_like_with_like() -> None:
-    """Issue 34: the raw unscaled gradient carries a factor √d_k against ÷√d_k's by
+    """The raw unscaled gradient carries a factor √d_k against ÷√d_k's by
     construction; the sentence divides each rule's factor out (1 and 1/√d_k) and names the
     starved rows, and its verdict follows those two numbers."""
     spec = specs.load(None, study="gradients", overrides={"dims": [16, 1024],
@@ -136,7 +136,7 @@ def test_statements_at_the_strength_of_their_evidence() -> None:
 
 @pytest.mark.parametrize("verdict", ["holds", "partly", "fails", "untested"])
 def test_train_claim_rows_carry_one_verdict_word(verdict: str) -> None:
-    """Issue 34: one verdict per claim per run: the train claims table, its notes and the
+    """One verdict per claim per run: the train claims table, its notes and the
     audit say the same word; a qualified phrase is refused."""
     assert claim_status(verdict) == verdict
 

@@ -1,4 +1,4 @@
-"""sdpa's own sentences say what was measured (issue 34 section 3): the Jacobian's ends, what
+"""sdpa's own sentences say what was measured: the Jacobian's ends, what
 the material count counts, compare's last line, and the batch totals the audit page names."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 30's listed cases: sdpa's own files read as input, leftovers of killed runs, derived
-names, and the numeric extremes and shapes that used to pass silently."""
+"""sdpa's own files read as input, leftovers of killed runs, derived names, and the numeric
+extremes and shapes a spec can reach: each refused or handled, never passed silently."""
 
 from __future__ import annotations
 

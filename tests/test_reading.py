@@ -1,6 +1,6 @@
 """What a newcomer reads at 80 columns: batch and --all summaries keep every name whole, log
 progress lines, missing compare folders, the train claims' verdicts, scratch runs joining
-a report, seeds, the wrote line and the gradient-norm figure (issue 29)."""
+a report, seeds, the wrote line and the gradient-norm figure."""
 
 from __future__ import annotations
 
@@ -275,7 +275,7 @@ def test_a_run_from_flags_is_told_flags_not_spec_fields(sdpa) -> None:
     assert "(--score-stds)" in r.err and "(--dims, or --d-model with --heads)" in r.err
 
 
-# --- item 5: a scratch run joins a report (issue 37: it no longer does) ---------------------
+# --- a scratch run never joins a report ---------------------------------------------------
 
 def test_a_run_replacing_a_reported_folder_is_said() -> None:
     folder = Path("outputs/day74-dims")

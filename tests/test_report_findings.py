@@ -1,4 +1,4 @@
-"""report.html opens with the findings (issue 29 item 8): each experiment's verdict and found:
+"""report.html opens with the findings: each experiment's verdict and found:
 lines, the documents' root errors and the claims' coverage, each linking to its section."""
 
 from __future__ import annotations

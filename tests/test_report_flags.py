@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,112 @@ def test_out_on_a_read_only_disk_stays_exit_1(sdpa, workdir: Path, monkeypatch):
     monkeypatch.setattr(runfolder, "make_folders", full)
     got = sdpa(*SMALL, "--out", "o")
     assert got.code == 1 and got.err.strip().startswith("cannot write in ."), got.err
+
+
+# --- a report's path: never blocking on a FIFO, never replacing a link, a device or sdpa's own
+# files ----------------------------------------------------------------------------------------
+
+
+def test_junit_xml_to_a_fifo_nobody_reads_fails_without_blocking(sdpa, workdir: Path):
+    os.mkfifo(workdir / "fifo")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--junit-xml", "fifo")
+    assert r.code == 1 and r.err.strip() == "--junit-xml: cannot write fifo: a FIFO nobody reads"
+    assert (workdir / "fifo").is_fifo()
+
+
+
+def test_junit_xml_through_a_symlink_keeps_the_link(sdpa, workdir: Path):
+    (workdir / "real.xml").write_text("", encoding="utf-8")  # empty: nothing of the user's
+    (workdir / "link.xml").symlink_to("real.xml")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--junit-xml", "link.xml")
+    assert r.code == 0, r.err
+    assert (workdir / "link.xml").is_symlink()
+    assert (workdir / "real.xml").read_text(encoding="utf-8").startswith("<?xml")
+
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes needs root")
+@pytest.mark.parametrize(("minor", "code"), [(3, 0), (7, 1)])  # null, full
+def test_a_device_named_for_a_report_is_written_not_replaced(sdpa, workdir: Path, minor, code):
+    # write_atomic used to swap a regular file in for the device: as root, --junit-xml
+    # /dev/null (or /dev/full) replaced the system's device node
+    dev = workdir / "dev"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    for flag in ("--junit-xml", "--codequality"):
+        r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+                 flag, "dev", "--out", f"run{flag}")
+        assert r.code == code, r.err
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
+        if code:
+            assert r.err.strip() == f"{flag}: cannot write dev: No space left on device"
+
+
+
+def test_a_step_summary_fifo_fails_without_blocking(sdpa, workdir: Path, monkeypatch):
+    os.mkfifo(workdir / "fifo")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "fifo")
+    r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q",
+             "--annotations", "github")
+    assert r.code == 1
+    assert r.err.strip().splitlines()[-1] == ("GITHUB_STEP_SUMMARY: cannot write fifo: a FIFO "
+                                              "nobody reads")
+
+
+
+def test_a_bad_specs_step_summary_fifo_names_the_variable(sdpa, workdir: Path, monkeypatch):
+    # a bad spec's summary went out as "cannot write fifo: …", naming no variable
+    os.mkfifo(workdir / "fifo")
+    (workdir / "s.yaml").write_text("study: variance\ndims: [0]\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "fifo")
+    r = sdpa("variance", "s.yaml", "--annotations", "github")
+    assert r.code == 2
+    assert r.err.strip().splitlines()[-1] == ("GITHUB_STEP_SUMMARY: cannot write fifo: a FIFO "
+                                              "nobody reads")
+
+
+def test_a_report_never_lands_in_a_run_folder_or_over_a_batch_file(sdpa, workdir: Path):
+    """--junit-xml R/manifest.json used to overwrite the run folder's manifest after the run,
+    so sdpa then refused to replace its own folder. Reports aimed inside a run folder, or
+    over a batch folder's own files, are refused before anything runs; nothing is written."""
+    small = ("--dims", "3", "--pairs", "10", "--seed", "1", "--no-plots", "-q")
+    assert sdpa("variance", *small, "--out", "R").code == 0
+    before = {p.name: p.read_bytes() for p in (workdir / "R").iterdir()}
+    for flag in ("--junit-xml", "--codequality"):
+        r = sdpa("variance", *small, "--out", "other", flag, "R/manifest.json")
+        assert r.code == 2 and r.err.strip() == \
+            f"{flag}: R is an sdpa run folder; write the report outside it"
+        r = sdpa("variance", *small, "--out", "new", flag, "new/report.xml")
+        assert r.code == 2 and r.err.strip() == \
+            f"{flag}: new is the run folder this command writes; write the report outside it"
+        r = sdpa("run", str(workdir / "R" / "spec.yaml"), "--out", "B", "-q", flag,
+                 "B/index.md")
+        assert r.code == 2 and r.err.strip() == \
+            f"{flag}: index.md is one of the batch folder's own files; choose another name"
+    assert {p.name: p.read_bytes() for p in (workdir / "R").iterdir()} == before
+    assert not any((workdir / n).exists() for n in ("other", "new", "B"))
+    # A report beside the batch's run folders is fine, and the batch can run again over it.
+    for _ in range(2):
+        r = sdpa("run", str(workdir / "R" / "spec.yaml"), "--out", "B", "-q", "--junit-xml",
+                 "B/junit.xml")
+        assert r.code == 0, r.err
+    assert (workdir / "B" / "junit.xml").read_text(encoding="utf-8").startswith("<?xml")
+
+
+
+def test_junit_xml_through_a_link_never_writes_into_another_run(sdpa, workdir, written):
+    import shutil
+
+    shutil.copytree(written / "R", workdir / "other")
+    before = snapshot(workdir / "other")
+    (workdir / "to-results").symlink_to("other/results.json")
+    (workdir / "to-folder").symlink_to("other")
+    for report in ("to-results", "to-folder/new.xml", "other/deeper/new.xml"):
+        got = sdpa(*SMALL, "--out", "mine", "--junit-xml", report)
+        assert got.code == 2 and got.err.startswith("--junit-xml: "), got.err
+        assert "is an sdpa run folder; write the report outside it" in got.err
+    assert snapshot(workdir / "other") == before and not (workdir / "mine").exists()
+

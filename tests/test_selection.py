@@ -1,12 +1,11 @@
-"""`sdpa run -k EXPR` and `--last-failed` (issue 12)."""
+"""`sdpa run -k EXPR` and `--last-failed`."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from conftest import write_spec
+from conftest import OK, write_spec
 
 from sdpa_cli.errors import InputError
 from sdpa_cli.runner.selection import LAST_FAILED, keyword, select, updated_last_failed, words
@@ -47,20 +46,6 @@ def test_last_failed_record_follows_pytest():
     assert words("Day74", "variance") == {"day74", "variance"}
 
 
-OK = "study: variance\ndims: [4]\npairs: 200\nseed: 1\n"
-FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
-
-
-@pytest.fixture
-def specs(workdir: Path) -> Path:
-    folder = workdir / "specs"
-    folder.mkdir()
-    write_spec(folder, "a-ok.yaml", OK)
-    write_spec(folder, "b-failing.yaml", FAILING)
-    write_spec(folder, "c-ok.yaml", OK)
-    return folder
-
-
 def _ran(r) -> list[str]:
     return [e["name"] for e in r.json()["experiments"]]
 
@@ -82,7 +67,8 @@ def test_last_failed_reruns_only_what_failed(sdpa, specs, workdir):
     assert record["failed"] == ["b-failing"]
     r = sdpa("run", str(specs), "--no-plots", "-q", "--format", "json", "--last-failed")
     assert _ran(r) == ["b-failing"]
-    write_spec(specs, "b-failing.yaml", OK)  # fixed: it passes and leaves the record
+    # fixed: it passes and leaves the record
+    write_spec(specs, "b-failing.yaml", OK.format(seed=3))
     sdpa("run", str(specs), "--no-plots", "-q", "--lf")
     assert json.loads((workdir / "outputs" / LAST_FAILED).read_text())["failed"] == []
     r = sdpa("run", str(specs), "--no-plots", "-q", "--format", "json", "--lf")

@@ -1,5 +1,5 @@
-"""Per-row gradients on W_Q (issue 28: the share of query rows whose gradient is below 1% of
-the ÷√d_k median): ∂L/∂Q against central differences, its rows summing to ∂L/∂W_Q, and the
+"""Per-row gradients on W_Q (the starved share: query rows whose gradient is below 1% of the
+÷√d_k median): ∂L/∂Q against central differences, its rows summing to ∂L/∂W_Q, and the
 starved share recomputed by hand from those rows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A spec that measured nothing is `skipped` in every view, never passed (issue 34)."""
+"""A spec that measured nothing is `skipped` in every view, never passed."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ claims:
 
 def test_a_skipped_runs_claims_stay_in_the_count_untested(sdpa, specs: Path) -> None:
     """A claim only a missing model can judge is counted, untested, with the run's reason,
-    and the reason gives the spec's own way to get the model (issue 34)."""
+    and the reason gives the spec's own way to get the model."""
     write_spec(specs, "gone.yaml", CLAIMED)
     r = sdpa("run", str(specs), "--no-plots", "--format", "json", "-q")
     assert r.code == 0, r.err

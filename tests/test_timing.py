@@ -20,7 +20,7 @@ from sdpa_cli.runner import batch, paths
 
 DOC = Path(sdpa_cli.__file__).parent / "docs" / "changelog.md"  # history: the fitting run
 FACTOR = 3.0  # the factor the timing page states for a spec
-WHOLE = 1.5  # and for the whole batch (issue 37)
+WHOLE = 1.5  # and for the whole batch
 # skipped in that batch (no model on the machine), as the page says: every inspect spec
 SKIPPED = {"minilm", "smollm2", "gemma3"}
 ROW = re.compile(r"^\| (\S+) \| (\S+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$")

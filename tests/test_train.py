@@ -241,6 +241,7 @@ def test_specs_in_a_slow_folder_run_only_when_named(tmp_path: Path) -> None:
     assert paths.spec_files(tmp_path / "train" / "slow") == [slow]
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 def test_lr_sweep_figures_show_what_they_say(workdir: Path) -> None:
     # train-scaled-vs-unscaled.yaml has one rate per optimiser, so the shipped-spec figure
     # tests never draw final loss versus lr: draw every train figure of a small sweep and

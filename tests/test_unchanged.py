@@ -6,21 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write_spec
+from conftest import OK, write_spec
 
 from sdpa_cli.report import unchanged
-
-OK = "study: variance\ndims: [4]\npairs: 200\nseed: 1\n"
-FAILING = "study: variance\ndims: [4]\npairs: 200\nseed: 1\nse_tolerance: 0.001\n"
-
-
-@pytest.fixture
-def specs(workdir: Path) -> Path:
-    folder = workdir / "specs"
-    folder.mkdir()
-    write_spec(folder, "a-ok.yaml", OK)
-    write_spec(folder, "b-failing.yaml", FAILING)
-    return folder
 
 
 def _run(sdpa, specs: Path, *extra: str) -> dict[str, dict]:
@@ -42,8 +30,8 @@ def test_second_run_keeps_everything_and_force_reruns(sdpa, specs, workdir):
     before = _stamp(workdir, "a-ok")
     second = _run(sdpa, specs)
     assert all(e["kept"] for e in second.values())
-    assert {n: e["status"] for n, e in second.items()} == {"a-ok": "passed",
-                                                           "b-failing": "failed"}
+    assert {n: e["status"] for n, e in second.items()} == {
+        "a-ok": "passed", "b-failing": "failed", "c-ok": "passed"}
     assert _stamp(workdir, "a-ok") == before  # the folder was not rewritten
     index = (workdir / "outputs" / "index.md").read_text()
     # still reported whole: its verdict and its failed check, linked to its folder's detail
@@ -68,7 +56,7 @@ def test_any_change_reruns_the_spec(sdpa, specs, workdir, monkeypatch, change):
     _run(sdpa, specs)
     extra: tuple[str, ...] = ()
     if change == "spec":
-        write_spec(specs, "a-ok.yaml", OK.replace("pairs: 200", "pairs: 201"))
+        write_spec(specs, "a-ok.yaml", OK.format(seed=1).replace("pairs: 200", "pairs: 201"))
     elif change == "code":
         monkeypatch.setattr(unchanged, "code_digest", lambda: "0" * 64)
     elif change == "figures":
@@ -110,7 +98,7 @@ def test_the_summary_says_unchanged_kept(sdpa, specs):
     r = sdpa("run", str(specs), "--no-plots")
     # the spec's progress line, and the summary's headline (each row marks it "=" and "kept")
     assert "a-ok passed (unchanged, kept" in r.err
-    assert "2 experiments: 1 passed, 1 failed (2 unchanged, kept)" in r.out
+    assert "3 experiments: 2 passed, 1 failed (3 unchanged, kept)" in r.out
 
 
 def test_quiet_still_names_a_kept_failure(sdpa, specs):

@@ -1,4 +1,4 @@
-"""One unit per quantity (issue 24.6): a share of rows is a percent in every view that people
+"""One unit per quantity: a share of rows is a percent in every view that people
 read (terminal, Markdown, report, findings, figure) and a fraction in the data files."""
 
 from __future__ import annotations

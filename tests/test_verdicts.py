@@ -1,4 +1,4 @@
-"""The shipped specs' claims say exactly what they measure (issue 34): every threshold states
+"""The shipped specs' claims say exactly what they measure: every threshold states
 its fair range, every untested claim's reason is current and its pointer real, and a claim
 judged by several runs has one verdict."""
 

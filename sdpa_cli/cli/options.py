@@ -324,7 +324,7 @@ SETTINGS = ("out", "fmt", "no_plots", "svg", "dpi", "check", "quiet", "workers",
 
 
 def ci_options(f: Callable) -> Callable:
-    """What CI reads (issue 12): JUnit XML, annotations, code quality; and --no-write."""
+    """What CI reads: JUnit XML, annotations, code quality; and --no-write."""
     return _apply(f, [
         click.option("--junit-xml", "junit_xml", type=click.Path(dir_okay=False), default=None,
                      metavar="FILE", help="Also write a JUnit XML report (one testsuite per "

@@ -200,11 +200,11 @@ class Result:
     tables: tuple[Table, ...] = ()  # further tables (after the main one)
     panels: tuple[Panel, ...] = ()  # step-by-step blocks shown before the tables
     # Comparisons with a heuristic (or a limit not reached): shown and counted apart from the
-    # checks, never as one (issue 28).
+    # checks, never as one.
     unchecked: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # more JSON fields, e.g. steps
     # Nothing was measured (a model that is not on this machine): why, and how to get what
-    # was missing. A skipped run is neither passed nor failed (issue 34).
+    # was missing. A skipped run is neither passed nor failed.
     skipped: str | None = None
 
     @property
@@ -314,7 +314,7 @@ class Result:
 
 
 def _skip_reason(doc: Mapping[str, Any]) -> str | None:
-    """Why a run measured nothing: `skipped` (files before issue 34 kept it among the extra
+    """Why a run measured nothing: `skipped` (older sdpa's files kept it among the extra
     fields under the same name)."""
     reason = doc.get("skipped")
     return str(reason) if reason is not None else None
@@ -387,7 +387,7 @@ def audit_extra(a: AuditEntry) -> dict[str, Any]:
 
 
 def audit_from_json(doc: Mapping[str, Any]) -> AuditEntry:
-    """An AuditEntry read back from results.json (files from before issue 28 too)."""
+    """An AuditEntry read back from results.json (older sdpa's files too)."""
     known = set(AuditEntry.__dataclass_fields__)
     data = {k: v for k, v in doc.items() if k in known and k not in ("material", "fragile")}
     data["from_"] = doc.get("from")

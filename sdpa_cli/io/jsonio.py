@@ -37,6 +37,19 @@ class JsonError(InputError, ValueError):
         self.reason = reason
 
 
+def read_upto(fd: int, limit: int, chunk: int) -> bytes:
+    """At most limit + 1 bytes of an open file, read `chunk` bytes at a time: one more than
+    the limit says the file is larger than it was when it was measured."""
+    chunks, size = [], 0
+    while size <= limit:
+        part = os.read(fd, min(chunk, limit + 1 - size))
+        if not part:
+            break
+        chunks.append(part)
+        size += len(part)
+    return b"".join(chunks)
+
+
 def _where(raw: bytes, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a byte offset."""
     line = raw.count(b"\n", 0, offset) + 1
@@ -86,21 +99,15 @@ def _read(path: Path, what: str, max_bytes: int) -> bytes:
         if info.st_size > max_bytes:
             raise _fail("size", f"{what} is {info.st_size} bytes, more than sdpa writes (at "
                         f"most {max_bytes}); remove or replace it", name)
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_upto(fd, max_bytes, 1 << 20)
     except OSError as e:
         raise _fail("read", f"cannot read {what}: {e.strerror or e}", name) from None
     finally:
         os.close(fd)
-    if size > max_bytes:  # it grew after the fstat
+    if len(data) > max_bytes:  # it grew after the fstat
         raise _fail("size", f"{what} is more than {max_bytes} bytes, more than sdpa writes; "
                     "remove or replace it", name)
-    return b"".join(chunks)
+    return data
 
 
 def load_json(source: Path | str | bytes, *, what: str, max_depth: int = MAX_DEPTH,

@@ -22,7 +22,7 @@ MLP_WIDTH = 4  # W_1 is d_model × 4·d_model
 
 @dataclass(frozen=True)
 class Stack:
-    """The fixed model of issue 22: sizes, weight scale, MLP, mask. d_k and L are per call."""
+    """The depth study's fixed model: sizes, weight scale, MLP, mask. d_k and L are per call."""
 
     d_model: int
     n: int

@@ -22,12 +22,7 @@ def finish(outcomes: Sequence[Outcome], *, junit_xml: Path | None, annotate: str
     findings = None
     if ann.github_mode(annotate) == "github":
         findings = ann.outcome_findings(outcomes)
-        for f in findings:
-            print(one_line(ann.github_line(f)), file=sys.stderr)
-        try:
-            ann.append_step_summary(ann.step_summary(outcomes))
-        except RunError as e:
-            raise RunError(f"GITHUB_STEP_SUMMARY: {e}") from None
+        _to_github(findings, ann.step_summary(outcomes))
     if codequality is not None:
         findings = findings if findings is not None else ann.outcome_findings(outcomes)
         write_report(codequality, ann.codequality(findings), "--codequality")
@@ -40,11 +35,17 @@ def bad_input(problems: Iterable[Problem], *, annotate: str | None,
     one file a bad spec writes, since it is the report that shows it)."""
     findings = ann.problem_findings(problems)
     if ann.github_mode(annotate) == "github":
-        for f in findings:
-            print(one_line(ann.github_line(f)), file=sys.stderr)
-        try:
-            ann.append_step_summary(ann.bad_input_summary(findings))
-        except OSError as e:
-            raise RunError(f"GITHUB_STEP_SUMMARY: cannot append: {e.strerror or e}") from None
+        _to_github(findings, ann.bad_input_summary(findings))
     if codequality is not None:
         write_report(codequality, ann.codequality(findings), "--codequality")
+
+
+def _to_github(findings: Sequence[ann.Finding], summary: str) -> None:
+    """Under GitHub Actions: an ::error line a finding on stderr, and the step summary, whose
+    failure names GITHUB_STEP_SUMMARY (the variable the user set)."""
+    for f in findings:
+        print(one_line(ann.github_line(f)), file=sys.stderr)
+    try:
+        ann.append_step_summary(summary)
+    except RunError as e:
+        raise RunError(f"GITHUB_STEP_SUMMARY: {e}") from None

@@ -114,7 +114,7 @@ def parameters_line(params: list[dict[str, Any]]) -> str:
 
 def verdict_line(doc: dict[str, Any]) -> str:
     """Both facts the exit code rests on: how the compared runs came out, and the runs found
-    on one side only (issue 34: all agreeing runs beside a missing one read "they differ")."""
+    on one side only (all agreeing runs beside a missing one do not read "they differ")."""
     runs = doc["runs"]
     differ = sum(not r["agree"] for r in runs)
     only = len(doc["problems"])

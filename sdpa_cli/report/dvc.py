@@ -52,7 +52,7 @@ def metrics(result: Result) -> dict[str, float | int]:
         "audit_total": sum(a.kind == "number" for a in result.audit),
         "audit_unaccepted": unaccepted,
     }
-    if result.audit:  # root errors first, and the claims' verdicts (issue 28)
+    if result.audit:  # root errors first, and the claims' verdicts
         out.update({f"audit_{k}": v for k, v in counts(result.audit).items()})
     tables = [("rows", result.table.rows), *((t.name, t.rows) for t in result.tables)]
     for name, rows in tables:

@@ -14,13 +14,13 @@ from sdpa_cli.framework.declaration import Rate
 # of the study's cost estimate (Study.cost, the same estimate that guards against runaway
 # specs), for one thread; more threads share the work part (speedup). The rates were fitted by
 # least squares (in relative error) to each shipped spec's CPU time in one 1-worker batch (CPU
-# time: what an idle machine's wall time is; the machine was shared, load 8-11) by
-# `python tests/bench_batch.py --workers 1 --fit`, then rounded; changelog 2026-11-26 has the
-# run. `fixed` is mostly the figures and files; per_step is in nanoseconds.
+# time: what an idle machine's wall time is, measured even on a shared machine) by
+# `python tests/bench_batch.py --workers 1 --fit`, then rounded; the changelog has the run.
+# `fixed` is mostly the figures and files; per_step is in nanoseconds.
 DEFAULT_RATE = Rate(1.0, 5.0)  # a study measured by nobody yet: the middle of the others
-# Each thread beyond the first adds this share of one thread's speed to a spec's blocks: the
-# default batch took 91 s with 1 worker and 79 s with 2 on an idle 2-core machine (2026-11-26,
-# load under 1): training's small matrix products hold the GIL, so its threads barely overlap.
+# Each thread beyond the first adds this share of one thread's speed to a spec's blocks, fitted
+# to the default batch timed with 1 and 2 workers on an idle machine (the changelog has the
+# run): training's small matrix products hold the GIL, so its threads barely overlap.
 PARALLEL = 0.15
 
 

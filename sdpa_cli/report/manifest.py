@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli import __version__, schemas
+from sdpa_cli.io.digest import sha256_bytes, sha256_file
 from sdpa_cli.io.jsonio import MAX_DEPTH, JsonError, load_json
 from sdpa_cli.numerics.rng import BIT_GENERATOR
 from sdpa_cli.schemas.validate import Mismatch, check, finite
@@ -27,18 +27,6 @@ SCHEMA_VERSION = 1
 NAME = "manifest.json"
 BATCH_NAME = "sdpa-batch.json"  # a batch folder's own manifest (index.md, report.html)
 _MAX_MANIFEST = 1 << 22  # bytes; sdpa's manifests are a few kilobytes
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def spec_digest(spec: dict[str, Any]) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from concurrent.futures import Executor
@@ -49,7 +48,7 @@ class Settings:
     executor: Executor | None = field(default=None, compare=False, repr=False)
     # Block progress for a live progress bar (report.progress); None: nobody is watching.
     tick: Tick | None = field(default=None, compare=False, repr=False)
-    # CI (issue 12): reports beside the run, and --no-write (compute and report only)
+    # CI: reports beside the run, and --no-write (compute and report only)
     junit_xml: Path | None = None
     annotations: str | None = None  # "github", "none"; None: github under GitHub Actions
     codequality: Path | None = None  # GitLab code-quality JSON
@@ -158,13 +157,8 @@ def write_stdout(text: str) -> None:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except OSError as e:  # BrokenPipeError: the reader left; others (/dev/full): say so
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        if not isinstance(e, BrokenPipeError):
-            raise RunError(f"cannot write the document to stdout: {e.strerror or e} (the run "
-                           "folder, if any, is written)") from None
+    except OSError as e:
+        terminal.stdout_failed(sys.stdout, e, "the document to stdout")
 
 
 def emit(result: Result, settings: Settings, folder: Path | None,

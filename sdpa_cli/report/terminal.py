@@ -26,6 +26,17 @@ from sdpa_cli.report.fit import fit
 from sdpa_cli.report.formatting import cell, skip_reason, verdict_word
 
 
+def stdout_failed(stream: Any, e: OSError, what: str) -> None:
+    """After a failed write of `what` to stdout: the rest goes to /dev/null. A reader that left
+    early (BrokenPipeError, `sdpa … | head`) is no error; any other failure (/dev/full) is
+    one line."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    if not isinstance(e, BrokenPipeError):
+        raise RunError(f"cannot write {what}: {e.strerror or e} (the run folder, if any, is "
+                       "written)") from None
+
 class SafeConsole(Console):
     """A console that prints what it is given as text: no markup (`[/x]` in a title is not a
     closing tag, `[link=…]` no hyperlink), no emoji codes, and every character of the text it
@@ -107,12 +118,7 @@ class _Stdout:
 
     def _failed(self, e: OSError) -> None:
         self.gone = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self.stream.fileno())
-        os.close(devnull)
-        if not isinstance(e, BrokenPipeError):
-            raise RunError(f"cannot write to stdout: {e.strerror or e} (the run folder, if "
-                           "any, is written)") from None
+        stdout_failed(self.stream, e, "to stdout")
 
     def isatty(self) -> bool:
         return _tty(self.stream)

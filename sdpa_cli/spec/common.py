@@ -234,7 +234,7 @@ class Documented(Model):
     rel_tolerance: float | None = Field(None, ge=0)  # relative to the computed value
     accepted: str | None = None  # why a known mismatch is accepted (kept in the audit)
     note: str | None = None  # shown beside the finding
-    # Root causes (issue 28). `replay`: the arithmetic the document did from its own printed
+    # Root causes. `replay`: the arithmetic the document did from its own printed
     # numbers, e.g. "6.89 / 3"; a mismatch it reproduces is `rounding`, or `carried` when
     # `from` names a printed value that is itself wrong. `cause` overrides the classification
     # (`inconsistent`: disagrees with values the document prints elsewhere). `material`: the
@@ -379,7 +379,7 @@ class SpecBase(Model):
     description: str = ""  # one line for listings and the report
     seed: Int | None = Field(None, ge=0)  # entropy of the run; drawn and recorded if absent
     documented: list[Documented] = []  # the document's printed numbers, audited
-    claims: list[Claim] = []  # the document's statements this run judges (issue 28)
+    claims: list[Claim] = []  # the document's statements this run judges
     answer: Answer | None = None  # its part of the answer the batch report opens on
     # This run judges the claims its study states itself beyond their own setting, and says
     # how: in a batch they are shown beside the deciding verdict. (A claim listed under

@@ -14,6 +14,7 @@ import yaml
 
 from sdpa_cli.errors import InputError, Problem, control_name, is_control, whole
 from sdpa_cli.io.environment import path_problem
+from sdpa_cli.io.jsonio import read_upto
 from sdpa_cli.spec import shape
 
 MAX_BYTES = 1 << 20  # a spec is a page of YAML, not a data set
@@ -189,21 +190,15 @@ def read_bytes(path: Path, *, limit: int = MAX_BYTES) -> bytes:
         if info.st_size > limit:
             raise InputError(Problem(f"is {info.st_size} bytes; a spec may be at most {limit}",
                                      file=name))
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        data = read_upto(fd, limit, 1 << 16)
     except OSError as e:
         raise InputError(Problem(f"cannot read: {e.strerror or e}", file=name)) from None
     finally:
         os.close(fd)
-    if size > limit:  # it grew after the stat
+    if len(data) > limit:  # it grew after the stat
         raise InputError(Problem(f"is more than {limit} bytes; a spec may be at most {limit}",
                                  file=name))
-    return b"".join(chunks)
+    return data
 
 
 def read_text(path: Path) -> str:

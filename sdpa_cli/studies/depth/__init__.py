@@ -1,4 +1,4 @@
-"""The depth study: gradients and rank collapse through a stack of attention blocks (issue 22)."""
+"""The depth study: gradients and rank collapse through a stack of attention blocks."""
 
 from sdpa_cli.framework.declaration import Flag, Rate, Study
 from sdpa_cli.studies.depth import run
@@ -8,7 +8,7 @@ from sdpa_cli.studies.depth.spec import DepthSpec, cost
 STUDY = Study(
     name="depth",
     topic="depth",
-    # fitted to its two shipped specs timed alone (load 2.6-3.6; changelog 2026-11-25)
+    # fitted to its two shipped specs, each timed alone (the changelog has the runs)
     rate=Rate(2.3, 0.0),
     spec=DepthSpec,
     run=run.run,

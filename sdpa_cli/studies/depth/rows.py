@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sdpa_cli.framework.result import row_fields
+from sdpa_cli.framework.gradrows import WeightGrads
+from sdpa_cli.framework.result import PART, row_fields
 
 
 @dataclass(frozen=True)
@@ -19,15 +20,7 @@ class DepthRow:
     mlp: bool
     layers: int
     layer: int
-    grad_wq_mean: float | None
-    grad_wq_se: float | None
-    grad_wq_median: float | None
-    grad_wk_mean: float | None
-    grad_wk_se: float | None
-    grad_wk_median: float | None
-    grad_wv_mean: float | None
-    grad_wv_se: float | None
-    grad_wv_median: float | None
+    grads: WeightGrads = field(metadata=PART)
     frozen_share: float  # share of the block's score rows with softmax ‖J‖_F < 1e-3
     frozen_share_se: float
     # The gradient that passes the block's softmax, like with like across rules: mean

@@ -13,6 +13,7 @@ from sdpa_cli.framework.common import assemble
 from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.gradrows import WeightGrads
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.bootstrap import median_interval
@@ -94,11 +95,6 @@ def _values(spec: DepthSpec, ctx: RunContext) -> dict[Key, dict[int, BlockValues
             for k in parts[0]}
 
 
-def _stats(v: np.ndarray) -> tuple[float | None, float | None, float | None]:
-    return (_finite(v.mean()), _finite(v.std(ddof=1) / math.sqrt(v.size)),
-            _finite(np.median(v)))
-
-
 def block_rows(spec: DepthSpec, key: Key, L: int, v: BlockValues) -> list[DepthRow]:
     d, label, nm = key
     c = _factor(spec, label, d)
@@ -106,16 +102,13 @@ def block_rows(spec: DepthSpec, key: Key, L: int, v: BlockValues) -> list[DepthR
     for li in range(L):
         with np.errstate(all="ignore"):
             passed, passed_se = ratio_of_means(v.wq[li], c * v.wv[li])
-        st = {g: _stats(getattr(v, g)[li]) for g in ("wq", "wk", "wv")}
         with np.errstate(all="ignore"):
             pm, plo, phi = median_interval(v.wq[li] / (c * v.wv[li]), _boot_seed(spec, key, li))
         cos = v.cosine[li]
         fz = v.frozen[li]
         out.append(DepthRow(
             dim=d, scaling=label, norm=nm, mlp=spec.mlp, layers=L, layer=li,
-            grad_wq_mean=st["wq"][0], grad_wq_se=st["wq"][1], grad_wq_median=st["wq"][2],
-            grad_wk_mean=st["wk"][0], grad_wk_se=st["wk"][1], grad_wk_median=st["wk"][2],
-            grad_wv_mean=st["wv"][0], grad_wv_se=st["wv"][1], grad_wv_median=st["wv"][2],
+            grads=WeightGrads.of(v.wq[li], v.wk[li], v.wv[li]),
             frozen_share=float(fz.mean()), frozen_share_se=float(fz.std(ddof=1) /
                                                                   math.sqrt(fz.size)),
             softmax_pass=_finite(passed), softmax_pass_se=_finite(passed_se),

@@ -7,7 +7,7 @@ from sdpa_cli.studies.gradients.spec import GradientsSpec, cost
 STUDY = Study(
     name="gradients",
     topic="gradients",
-    # fitted to four timed batches of the shipped specs (changelog 2026-11-25)
+    # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.1, 0.62),
     spec=GradientsSpec,
     run=run.run,

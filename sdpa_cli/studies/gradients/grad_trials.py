@@ -23,7 +23,7 @@ MAX_BLOCK_TRIALS = 256
 
 @dataclass(frozen=True)
 class Layer:
-    """The fixed model of issue 14 (all sizes, the weight scale and the W_K alignment)."""
+    """The study's fixed model (all sizes, the weight scale and the W_K alignment)."""
 
     d_model: int
     d_k: int

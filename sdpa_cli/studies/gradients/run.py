@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,9 @@ from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.common import zscore as _z
 from sdpa_cli.framework.context import SERIAL, RunContext
+from sdpa_cli.framework.gradrows import WeightGrads, spread
 from sdpa_cli.framework.result import (
+    PART,
     Check,
     Column,
     Figure,
@@ -46,15 +48,7 @@ class GradientRow:
     scaling: str
     factor: float | None  # the rule's multiplier on q·k (q̃·k̃ for normalising rules)
     trials: int
-    grad_wq_mean: float | None
-    grad_wq_se: float | None
-    grad_wq_median: float | None
-    grad_wk_mean: float | None
-    grad_wk_se: float | None
-    grad_wk_median: float | None
-    grad_wv_mean: float | None
-    grad_wv_se: float | None
-    grad_wv_median: float | None
+    grads: WeightGrads = field(metadata=PART)
     grad_x_mean: float | None
     grad_x_se: float | None
     grad_x_median: float | None
@@ -162,13 +156,6 @@ def run(spec: GradientsSpec, ctx: RunContext = SERIAL) -> Result:
     return dataclasses.replace(result, unchecked=tuple(unchecked))
 
 
-def _stats(v: np.ndarray) -> tuple[float | None, float | None, float | None]:
-    """Mean, its standard error and the median of per-trial values."""
-    n = v.size
-    return (_finite(v.mean()), _finite(v.std(ddof=1) / math.sqrt(n)),
-            _finite(np.median(v)))
-
-
 def _row(spec: GradientsSpec, d: int, rule: Any, v: TrialValues) -> GradientRow:
     layer = spec.layer(d)
     params = rule_params(rule, d, layer.n)
@@ -180,13 +167,11 @@ def _row(spec: GradientsSpec, d: int, rule: Any, v: TrialValues) -> GradientRow:
     t_mean, t_ms = score_moments(layer, params.factor) if exact else (math.nan, math.nan)
     bad = [g for g in GRADS if not np.all(np.isfinite(getattr(v, g)))]
     note = f"non-finite gradients in {', '.join(bad)}" if bad else ""
-    stats = {g: _stats(getattr(v, g)) for g in GRADS}
+    x_mean, x_se, x_median = spread(v.x)
     return GradientRow(
         dim=d, scaling=rule.label, factor=_finite(params.factor), trials=n,
-        grad_wq_mean=stats["wq"][0], grad_wq_se=stats["wq"][1], grad_wq_median=stats["wq"][2],
-        grad_wk_mean=stats["wk"][0], grad_wk_se=stats["wk"][1], grad_wk_median=stats["wk"][2],
-        grad_wv_mean=stats["wv"][0], grad_wv_se=stats["wv"][1], grad_wv_median=stats["wv"][2],
-        grad_x_mean=stats["x"][0], grad_x_se=stats["x"][1], grad_x_median=stats["x"][2],
+        grads=WeightGrads.of(v.wq, v.wk, v.wv),
+        grad_x_mean=x_mean, grad_x_se=x_se, grad_x_median=x_median,
         frozen_share=float(v.frozen.mean()),
         frozen_share_se=float(v.frozen.std(ddof=1) / math.sqrt(n)),
         starved_share=float(v.starved.mean()),
@@ -269,7 +254,7 @@ def _like_with_like(spec: GradientsSpec, rows: Sequence[Row], d: int) -> float |
 
 
 def _vanish_sentence(spec: GradientsSpec, rows: Sequence[Row], lo: int, hi: int) -> str:
-    """The documents' vanishing-gradient claim, like with like (issue 34): the total with each
+    """The documents' vanishing-gradient claim, like with like: the total with each
     rule's factor divided out, and the query rows that saturation starves; no verdict word of
     its own beyond what these two say."""
     raw = [r for r in rows if r["scaling"] == "none"]

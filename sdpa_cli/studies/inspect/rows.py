@@ -9,7 +9,7 @@ from sdpa_cli.framework.result import Column, row_fields
 
 @dataclass(frozen=True)
 class HeadRow:
-    """One query head under one rule. The field names are a contract (issue 21)."""
+    """One query head under one rule. The field names are a contract."""
 
     weights: str  # trained, or init (the family's initialisation)
     seq_len: int  # n

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from sdpa_cli.framework.audit import Lookup, find_rows
 from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
+from sdpa_cli.io.digest import sha256_file
 from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.inspect import interventions
@@ -207,16 +207,8 @@ def _digests(spec: InspectSpec, got: Inputs) -> dict[str, Any]:
     if not spec.random_tokens:
         files += [Path(t) for t in spec.text] or default_paths()
     return {"model": str(got.ckpt.folder), "text": got.text,
-            "files": [{"path": str(f), "bytes": f.stat().st_size, "sha256": _sha256(f)}
+            "files": [{"path": str(f), "bytes": f.stat().st_size, "sha256": sha256_file(f)}
                       for f in files]}
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, int, int],

@@ -15,7 +15,7 @@ from sdpa_cli.studies.saturation.spec import JacobianSpec
 STUDY = Study(
     name="jacobian",
     topic="rules",
-    # fitted to four timed batches of the shipped specs (changelog 2026-11-25)
+    # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.4, 2.0, extra=peaks.search_seconds),
     spec=JacobianSpec,
     run=run.run,

@@ -91,7 +91,7 @@ def peak_notes(peaks: list[PeakRow], smallest: float) -> list[str]:
 
 # Timing: the Gaussian Jacobian searches s* per n (golden section, about SEARCH_EVALUATIONS
 # evaluations on fixed draws), work its cost estimate leaves out: SEARCH_NS nanoseconds per
-# trial × key × evaluation (fitted with the study's rate; changelog 2026-11-26).
+# trial × key × evaluation (fitted with the study's rate).
 SEARCH_NS = 30.0
 SEARCH_EVALUATIONS = 20
 

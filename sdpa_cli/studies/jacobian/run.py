@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.common import assemble, finite, law_of, row_lookup
+from sdpa_cli.framework.common import finite, law_of
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.jacobian import peaks as peaks_of
-from sdpa_cli.studies.saturation import derived, gauss_slopes, keys_axis, score_findings, score_text
+from sdpa_cli.studies.saturation import (
+    gauss_slopes,
+    keys_axis,
+    score_text,
+    vector_grid,
+)
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
@@ -43,26 +47,26 @@ EXPLICIT_COLUMNS = (
     Column("trace", "trace J"),
 )
 EXPLICIT_RULE_COLUMNS = (Column("scaling", "scaling", "text"), *EXPLICIT_COLUMNS)
-VECTOR_COLUMNS = (
-    Column("dim", "d", "int"),
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("implied_score_std", "implied s"),
+# The Monte Carlo summaries both random sources show, after their own columns
+MEAN_COLUMNS = (
     Column("mean_frobenius", "mean ‖J‖_F"),
     Column("mean_frobenius_se", "se"),
     Column("median_frobenius", "median ‖J‖_F"),
     Column("mean_max_abs_jacobian", "mean max|J|"),
     Column("mean_entropy", "mean entropy"),
 )
+VECTOR_COLUMNS = (
+    Column("dim", "d", "int"),
+    Column("keys", "n", "int"),
+    Column("scaling", "scaling", "text"),
+    Column("implied_score_std", "implied s"),
+    *MEAN_COLUMNS,
+)
 GAUSSIAN_COLUMNS = (
     Column("keys", "n", "int"),
     Column("score_std", "s"),
     Column("s_over_freezing", "s/√(2 ln n)", "f2"),
-    Column("mean_frobenius", "mean ‖J‖_F"),
-    Column("mean_frobenius_se", "se"),
-    Column("median_frobenius", "median ‖J‖_F"),
-    Column("mean_max_abs_jacobian", "mean max|J|"),
-    Column("mean_entropy", "mean entropy"),
+    *MEAN_COLUMNS,
 )
 PEAK_COLUMNS = (
     Column("keys", "n", "int"),
@@ -81,10 +85,6 @@ LEADING_COLUMNS = rtab.LEADING_COLUMNS
 FIELDS = JACOBIAN_FIELDS  # by score source
 
 SMALL_MATRIX = 12  # J itself is drawn (and kept in the figure data) up to this many keys
-
-
-def plan_rows(spec: JacobianSpec) -> list[dict[str, Any]]:
-    return shared.plan_keys(spec)
 
 
 def documented_problem(spec: JacobianSpec, entry: Documented) -> str | None:
@@ -138,15 +138,9 @@ def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
         if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
             figures.append(_phase_figure(spec, gaussian, peaks))
         notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
-    return assemble(spec, study="jacobian", title=title,
-                    table=Table("jacobian", title, columns, tuple(rows)), checks=checks,
-                    lookup=row_lookup(rows),
-                    theory=score_text.theory_lines(spec, jacobian=True),
-                    expect=score_text.expect_lines(spec, jacobian=True),
-                    findings=score_findings.findings(source, rows, jacobian=True,
-                                                     peaks=found_peaks),
-                    notes=notes, figures=figures if ctx.figures else [], tables=tables,
-                    derived=derived.JACOBIAN)
+    return score_text.assembled(spec, ctx, study="jacobian", table="jacobian", title=title,
+                                columns=columns, rows=rows, checks=checks, notes=notes,
+                                figures=figures, tables=tables, jacobian=True, peaks=found_peaks)
 
 
 # --- source 1 -----------------------------------------------------------------------------
@@ -203,32 +197,19 @@ def _vector_run(spec: JacobianSpec, ctx: RunContext
     law, unit = law_of(spec)
     rows: list[JacobianVectorRow] = []
     checks: list[Check] = []
-    grid = [(i, d, j, n) for i, d in enumerate(spec.dim_list)
-            for j, n in enumerate(spec.key_list)]
-    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
-    for i, d, j, n in grid:  # the threads or the cluster
-        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
-                                     (i, j), threshold=None, jacobian=True, keep_first=False))
-        if spec.additive:
-            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=None,
-                                           jacobian=True))
-    cells = iter(draws.run_cells(jobs, ctx))
-    for _i, d, _j, n in grid:
-        cell = next(cells)
+    for g in vector_grid.draw_grid(spec, ctx, law, unit, threshold=None, jacobian=True,
+                                   keep_first=False):
         cell_rows = [
-            _vector_row(shared.vector_parts(spec, law, unit, d, n, scaling, cell), measured, n)
-            for scaling, measured in zip(spec.scalings, cell.measured, strict=True)]
-        rows.extend(cell_rows)
-        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows],
-                                         spec.se_tolerance))
-        if spec.additive:
-            add = next(cells)
-            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0], n)
-            rows.append(row)
-            if row.scores.theory_score_var is not None:
-                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores,
-                                                 spec.se_tolerance),
-                                      fields=("additive",)))
+            _vector_row(shared.vector_parts(spec, law, unit, g.dim, g.keys, scaling, g.cell),
+                        measured, g.keys)
+            for scaling, measured in zip(spec.scalings, g.cell.measured, strict=True)]
+        add = None
+        if g.additive is not None:
+            add = _vector_row(shared.additive_parts(spec, law, g.dim, g.keys, g.additive),
+                              g.additive.measured[0], g.keys)
+        rows.extend(cell_rows + ([add] if add else []))
+        checks.extend(vector_grid.grid_checks(spec, g, [r.scores for r in cell_rows],
+                                              add.scores if add else None))
     figures = [_vs_dim_figure(spec, rows)] if len(spec.dim_list) > 1 else []
     return rows, checks, figures
 
@@ -249,17 +230,10 @@ def _median(measured: draws.Measured) -> tuple[float | None, float | None]:
 
 
 def _vs_dim_figure(spec: JacobianSpec, rows: list[JacobianVectorRow]) -> Figure:
-    curves = []
-    for n in spec.key_list:
-        for label, formula in shared.curve_labels(spec):
-            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
-            curves.append({
-                "keys": n, "scaling": label, "formula": formula,
-                "dims": [r.head.dim for r in pts],
-                "mean_frobenius": [r.stats.mean_frobenius for r in pts],
-                "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
-                "median_frobenius": [r.median_frobenius for r in pts],
-            })
+    curves = shared.vs_dim_curves(spec, rows, lambda pts: {
+        "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+        "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+        "median_frobenius": [r.median_frobenius for r in pts]})
     return Figure("jacobian_vs_dim", "saturation.jacobian_vs_dim",
                   "Mean ‖J‖_F of each attention row versus d_k",
                   {"curves": curves,

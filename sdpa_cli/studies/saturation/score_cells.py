@@ -78,6 +78,19 @@ def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:
     return out
 
 
+def vs_dim_curves(spec: SaturationFields, rows: Sequence[Any],
+                  columns: Callable[[list[Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """One curve per (n, rule) over d_k for a figure's data: its n, rule, formula and d_k,
+    then what `columns` takes from its rows (each study its own statistics)."""
+    curves = []
+    for n in spec.key_list:
+        for label, formula in curve_labels(spec):
+            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
+            curves.append({"keys": n, "scaling": label, "formula": formula,
+                           "dims": [r.head.dim for r in pts], **columns(pts)})
+    return curves
+
+
 @dataclass(frozen=True)
 class CellParts:
     """The column groups every source-2 row has, whatever its study puts between them."""

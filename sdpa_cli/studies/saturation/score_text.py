@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sdpa_cli.framework.common import assemble, row_lookup
+from sdpa_cli.framework.context import RunContext
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table
+from sdpa_cli.studies.saturation import derived, score_findings
 from sdpa_cli.studies.saturation.rule_tables import LEADING_THEORY, rule_lines
 from sdpa_cli.studies.saturation.spec import BATCHES, SaturationFields
 
@@ -97,3 +104,21 @@ def theory_lines(spec: SaturationFields, *, jacobian: bool) -> tuple[str, ...]:
         lines.append(f"median ‖J‖_F: mean of the medians of {BATCHES} fixed batches of trials; "
                      f"se = sd(batch medians)/√{BATCHES} (batch means).")
     return tuple(lines)
+
+
+def assembled(spec: SaturationFields, ctx: RunContext, *, study: str, table: str, title: str,
+              columns: tuple[Column, ...], rows: Sequence[Mapping[str, Any]],
+              checks: list[Check], notes: list[str], figures: list[Figure],
+              tables: list[Table], jacobian: bool, peaks: Sequence[Mapping[str, Any]] = ()
+              ) -> Result:
+    """A saturation study's Result: its table, its theory and expectations, the sentences
+    after the table, and its columns' derivations (softmax-sweep's or jacobian's)."""
+    return assemble(spec, study=study, title=title,
+                    table=Table(table, title, columns, tuple(rows)), checks=checks,
+                    lookup=row_lookup(rows),
+                    theory=theory_lines(spec, jacobian=jacobian),
+                    expect=expect_lines(spec, jacobian=jacobian),
+                    findings=score_findings.findings(spec.score_source, rows, jacobian=jacobian,
+                                                     peaks=peaks),
+                    notes=notes, figures=figures if ctx.figures else [], tables=tables,
+                    derived=derived.JACOBIAN if jacobian else derived.SWEEP)

@@ -15,7 +15,7 @@ from sdpa_cli.studies.softmax_sweep import run
 STUDY = Study(
     name="softmax-sweep",
     topic="rules",
-    # fitted to four timed batches of the shipped specs (changelog 2026-11-25)
+    # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.3, 3.6),
     spec=SoftmaxSweepSpec,
     run=run.run,

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from sdpa_cli.framework.common import assemble, divisor_label, finite, law_of, row_lookup
+from sdpa_cli.framework.common import divisor_label, finite, law_of
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation import derived, gauss_slopes, keys_axis, score_findings, score_text
+from sdpa_cli.studies.saturation import (
+    gauss_slopes,
+    keys_axis,
+    score_text,
+    vector_grid,
+)
 from sdpa_cli.studies.saturation import rule_tables as rtab
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
@@ -76,10 +80,6 @@ FIELDS = SWEEP_FIELDS  # by score source
 WEIGHTS_FIGURE_MAX_BARS = 2000
 
 
-def plan_rows(spec: SoftmaxSweepSpec) -> list[dict[str, Any]]:
-    return shared.plan_keys(spec)
-
-
 def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
     return shared.documented_problem(spec, entry, FIELDS.__getitem__)
 
@@ -127,14 +127,9 @@ def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
         checks += more_checks
         columns = GAUSSIAN_COLUMNS
         title = "Softmax of n iid N(0, s²) scores versus s"
-    return assemble(spec, study="softmax-sweep", title=title,
-                    table=Table("softmax", title, columns, tuple(rows)), checks=checks,
-                    lookup=row_lookup(rows),
-                    theory=score_text.theory_lines(spec, jacobian=False),
-                    expect=score_text.expect_lines(spec, jacobian=False),
-                    findings=score_findings.findings(source, rows, jacobian=False),
-                    notes=notes, figures=figures if ctx.figures else [], tables=tables,
-                    derived=derived.SWEEP)
+    return score_text.assembled(spec, ctx, study="softmax-sweep", table="softmax", title=title,
+                                columns=columns, rows=rows, checks=checks, notes=notes,
+                                figures=figures, tables=tables, jacobian=False)
 
 
 # --- source 1 -----------------------------------------------------------------------------
@@ -192,42 +187,28 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[SweepExplicitRow]) -> Fig
 def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
                 ) -> tuple[list[SweepVectorRow], list[Check], list[Figure], list[str]]:
     law, unit = law_of(spec)
-    k = spec.se_tolerance
     rows: list[SweepVectorRow] = []
     checks: list[Check] = []
     picture = None
     dims, keys = spec.dim_list, spec.key_list
     want_picture = ctx.figures and len(dims) == 1 and len(keys) == 1 and \
         keys[0] <= shared.PICTURE_MAX_KEYS  # --no-plots: no first trial kept for a picture
-    grid = [(i, d, j, n) for i, d in enumerate(dims) for j, n in enumerate(keys)]
-    jobs = []  # every (d, n) cell (and its additive cell) at once, so their blocks share
-    for i, d, j, n in grid:  # the threads or the cluster
-        jobs.append(draws.vector_job(spec, law, d, n, draws.variants_for(spec, d, unit, n),
-                                     (i, j), threshold=spec.threshold, jacobian=False,
-                                     keep_first=want_picture))
-        if spec.additive:
-            jobs.append(draws.additive_job(spec, law, d, n, (i, j), threshold=spec.threshold,
-                                           jacobian=False))
-    cells = iter(draws.run_cells(jobs, ctx))
-    for _i, d, _j, n in grid:
-        cell = next(cells)
+    for g in vector_grid.draw_grid(spec, ctx, law, unit, threshold=spec.threshold,
+                                   jacobian=False, keep_first=want_picture):
         cell_rows = []
-        for scaling, measured in zip(spec.scalings, cell.measured, strict=True):
-            parts = shared.vector_parts(spec, law, unit, d, n, scaling, cell)
+        for scaling, measured in zip(spec.scalings, g.cell.measured, strict=True):
+            parts = shared.vector_parts(spec, law, unit, g.dim, g.keys, scaling, g.cell)
             cell_rows.append(_vector_row(parts, measured, spec.threshold,
-                                         shared.limit_max_prob(spec, law, scaling, n)))
-        rows.extend(cell_rows)
-        checks.extend(shared.cell_checks(spec, d, n, [r.scores for r in cell_rows], k))
-        if spec.additive:
-            add = next(cells)
-            row = _vector_row(shared.additive_parts(spec, law, d, n, add), add.measured[0],
-                              spec.threshold, None)
-            rows.append(row)
-            if row.scores.theory_score_var is not None:
-                checks.append(replace(shared.score_check(f"d={d} n={n} additive", row.scores, k),
-                                      fields=("additive",)))
+                                         shared.limit_max_prob(spec, law, scaling, g.keys)))
+        add = None
+        if g.additive is not None:
+            add = _vector_row(shared.additive_parts(spec, law, g.dim, g.keys, g.additive),
+                              g.additive.measured[0], spec.threshold, None)
+        rows.extend(cell_rows + ([add] if add else []))
+        checks.extend(vector_grid.grid_checks(spec, g, [r.scores for r in cell_rows],
+                                              add.scores if add else None))
         if want_picture:
-            picture = _picture(spec, law, unit, d, n, cell)
+            picture = _picture(spec, law, unit, g.dim, g.keys, g.cell)
     # A curve over d_k needs at least two d_k; one d_k is the attention picture's case.
     figures = [_vs_dim_figure(spec, rows)] if len(dims) > 1 else []
     if picture is not None:
@@ -262,22 +243,15 @@ def _vector_columns(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> tuple
 
 
 def _vs_dim_figure(spec: SoftmaxSweepSpec, rows: list[SweepVectorRow]) -> Figure:
-    curves = []
-    for n in spec.key_list:
-        for label, formula in shared.curve_labels(spec):
-            pts = [r for r in rows if r.head.keys == n and r.head.scaling == label]
-            curves.append({
-                "keys": n, "scaling": label, "formula": formula,
-                "dims": [r.head.dim for r in pts],
-                "mean_max_prob": [r.stats.mean_max_prob for r in pts],
-                "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
-                "mean_entropy": [r.stats.mean_entropy for r in pts],
-                "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
-                "implied_score_std": [r.head.implied_score_std for r in pts],
-                "limit_max_prob": pts[0].limit_max_prob if pts else None,
-                "implied_self_score_mean": [r.head.implied_self_score_mean for r in pts]
-                if spec.correlation != 0 else None,
-            })
+    curves = shared.vs_dim_curves(spec, rows, lambda pts: {
+        "mean_max_prob": [r.stats.mean_max_prob for r in pts],
+        "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
+        "mean_entropy": [r.stats.mean_entropy for r in pts],
+        "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
+        "implied_score_std": [r.head.implied_score_std for r in pts],
+        "limit_max_prob": pts[0].limit_max_prob if pts else None,
+        "implied_self_score_mean": [r.head.implied_self_score_mean for r in pts]
+        if spec.correlation != 0 else None})
     return Figure(
         "saturation_vs_dim", "saturation.vs_dim",
         "Max weight, entropy and implied score spread versus d_k",

@@ -7,7 +7,7 @@ from sdpa_cli.studies.train.spec import TrainSpec, limits
 STUDY = Study(
     name="train",
     topic="train",
-    # fitted to four timed batches of the shipped specs (changelog 2026-11-25)
+    # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(1.5, 0.056),
     spec=TrainSpec,
     run=run.run,

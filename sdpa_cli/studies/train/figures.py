@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,23 @@ def _label(data: Mapping[str, Any], i: int) -> str:
     return "unscaled (q·k)" if rule == "none" else formula
 
 
+def _bands(ax: Any, data: Mapping[str, Any], dim: int, opt: str, what: str, alpha: float,
+           label: Callable[[int, dict[str, Any]], str]) -> list[float]:
+    """Each rule's median of `what` over the steps, in the band of its seeds' range; every
+    value drawn (for the axis's scale)."""
+    seen: list[float] = []
+    for i, rule in enumerate(data["scalings"]):
+        c = _curve(data, dim, rule, opt)
+        if c is None:
+            continue
+        steps = np.asarray(c["steps"], dtype=float)
+        med, lo, hi = _arr(c[what]), _arr(c[f"{what}_lo"]), _arr(c[f"{what}_hi"])
+        ax.fill_between(steps, lo, hi, color=style.color(i), alpha=alpha, lw=0)
+        ax.plot(steps, med, color=style.color(i), label=label(i, c))
+        seen.extend([*med, *lo, *hi])
+    return seen
+
+
 def draw_loss_curves(figure: Figure):
     data = figure.data
     opts = data["optimisers"]
@@ -54,17 +71,8 @@ def draw_loss_curves(figure: Figure):
     for r, opt in enumerate(opts):
         for col, dim in enumerate(dims):
             ax = axes[r][col]
-            seen = []
-            for i, rule in enumerate(data["scalings"]):
-                c = _curve(data, dim, rule, opt)
-                if c is None:
-                    continue
-                steps = np.asarray(c["steps"], dtype=float)
-                med, lo, hi = _arr(c["loss"]), _arr(c["loss_lo"]), _arr(c["loss_hi"])
-                ax.fill_between(steps, lo, hi, color=style.color(i), alpha=0.18, lw=0)
-                ax.plot(steps, med, color=style.color(i),
-                        label=f"{_label(data, i)}, lr {style.num(c['lr'])}")
-                seen.extend([*med, *lo, *hi])
+            seen = _bands(ax, data, dim, opt, "loss", 0.18,
+                          lambda i, c: f"{_label(data, i)}, lr {style.num(c['lr'])}")
             ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
             ax.set_ylabel(_log_if_wide(ax, np.asarray([*seen, data["chance"]]),
                                        "training loss (nats)"))
@@ -86,17 +94,7 @@ def draw_traces(figure: Figure):
     for r, (opt, what) in enumerate(rows):
         for col, dim in enumerate(dims):
             ax = axes[r][col]
-            seen = []
-            for i, rule in enumerate(data["scalings"]):
-                c = _curve(data, dim, rule, opt)
-                if c is None:
-                    continue
-                steps = np.asarray(c["steps"], dtype=float)
-                med = _arr(c[what])
-                ax.fill_between(steps, _arr(c[f"{what}_lo"]), _arr(c[f"{what}_hi"]),
-                                color=style.color(i), alpha=0.15, lw=0)
-                ax.plot(steps, med, color=style.color(i), label=_label(data, i))
-                seen.extend([*_arr(c[f"{what}_lo"]), *_arr(c[f"{what}_hi"])])
+            seen = _bands(ax, data, dim, opt, what, 0.15, lambda i, c: _label(data, i))
             if what == "entropy":
                 ax.axhline(ln_n, color="0.4", ls="--", lw=0.9, label="uniform: ln n")
                 ax.set_ylabel("query-row entropy (nats)")

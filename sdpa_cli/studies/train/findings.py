@@ -34,7 +34,7 @@ COMPARISON_SRC = f"{D0}, Implementation Comparison, line 842"
 LR_CLAIM = "unscaled attention \"requires much smaller learning rates\""
 LR_SWEEP = "lr-sweep"  # experiments/train/slow/lr-sweep.yaml: the sweep that judges it
 ONE_HOT = 0.1  # a query row counts as collapsed when its entropy is below this share of ln n
-ONE_HOT_RANGE = (0.05, 0.2)  # the bars a reader could fairly choose instead (issue 34)
+ONE_HOT_RANGE = (0.05, 0.2)  # the bars a reader could fairly choose instead
 NUDGED = "robust: the same verdict with the initial weights nudged by 1e-12"
 DEGRADED = 0.1  # performance degrades significantly: final accuracy lower by this much
 DEGRADED_RANGE = (0.05, 0.2)
@@ -310,7 +310,7 @@ def claim_status(verdict: str) -> str:
 
 def claim_entries(claims: list[ClaimRow], spec_name: str, beyond: str | None = None
                   ) -> tuple[AuditEntry, ...]:
-    """The claims table as kind: claim audit entries (issue 28): the evidence is the
+    """The claims table as kind: claim audit entries: the evidence is the
     measurement; the seeds' spread is its uncertainty, named in the evidence. `beyond`: the
     spec judges them outside their setting (it does not decide them in a batch)."""
     out = []

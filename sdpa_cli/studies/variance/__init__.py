@@ -7,7 +7,7 @@ from sdpa_cli.studies.variance.spec import VarianceSpec
 STUDY = Study(
     name="variance",
     topic="theory",
-    # fitted to four timed batches of the shipped specs (changelog 2026-11-25)
+    # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.3, 13.0),
     spec=VarianceSpec,
     run=run.run,

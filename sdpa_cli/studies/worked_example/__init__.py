@@ -7,7 +7,7 @@ from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 STUDY = Study(
     name="worked-example",
     topic="audit",
-    # fitted to four timed batches of the shipped specs (changelog 2026-11-25)
+    # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.05, 0.0, extra=cost.figure_seconds),
     spec=WorkedExampleSpec,
     run=replay.run,

@@ -130,7 +130,7 @@ def _worked_part_range(part: Any, at: Loc) -> None:
 
 
 # Timing: each attention part draws a weights figure, WORKED_PART seconds (fitted with the
-# study's rate; changelog 2026-11-26); its cost estimate counts numbers, not figures.
+# study's rate); its cost estimate counts numbers, not figures.
 WORKED_PART = 0.15
 
 

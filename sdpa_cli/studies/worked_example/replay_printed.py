@@ -1,5 +1,5 @@
 """An attention step recomputed from the document's own printed inputs of that step (the
-second check of issue 28): exp(printed score), Σ printed exps, printed weight × v, …"""
+audit's second check): exp(printed score), Σ printed exps, printed weight × v, …"""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.studies.inspect.models.common import softmax_rows
 
 # The bars on ‖J‖_F a reader could fairly choose instead of FROZEN_BELOW (1e-3): a uniform row
-# of 128 keys has 0.088, so 1e-2 is still 9× below it (issue 34). A frozen share is reported
+# of 128 keys has 0.088, so 1e-2 is still 9× below it. A frozen share is reported
 # at both ends, and a verdict on it that flips between them is fragile.
 FROZEN_RANGE = (1e-4, 1e-2)
 

@@ -1,4 +1,5 @@
-"""Faults, round two (issue 13): Ctrl-C at any moment, closed or full stdout, encodings."""
+"""What a terminal does to sdpa: stdout closed or full, encodings it cannot print, names
+that are not UTF-8, Ctrl-C at any moment. Real subprocesses, real signals."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from test_faults import default_signals
 
+from sdpa_cli import registry
 from sdpa_cli.report import manifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +73,7 @@ def test_full_stdout_is_one_line_not_an_internal_error(tmp_path):
     assert manifest.run_folder_problem(tmp_path / "run") == ""  # the folder is whole
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"},
                                  {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}],
                          ids=["pythonioencoding-ascii", "lc-all-c"])
@@ -101,6 +104,7 @@ def test_out_name_not_utf8_is_written_and_echoed_escaped(tmp_path):
 # --- symlinked targets: the link stays, no temporary link is left ------------------------------
 
 
+@pytest.mark.slow  # heavy; the quick tier keeps a cheaper test of the same behaviour
 @pytest.mark.parametrize("how", ["out", "outputs"])
 def test_symlinked_run_folder_keeps_its_link_and_leaves_nothing(tmp_path, how):
     assert _sdpa([*SMALL, "--out", "real"], tmp_path).returncode == 0
@@ -191,3 +195,46 @@ def test_a_ctrl_c_turned_into_another_error_ends_the_batch(sdpa, workdir, monkey
     assert r.err.strip().splitlines()[-1] == "sdpa: interrupted"
     assert not (workdir / "batch" / "index.md").exists()
     assert _leftovers(workdir) == []
+
+
+# --- every document into a full stdout -------------------------------------------------------
+
+
+def _to_full_stdout(*args: str) -> tuple[int, str]:
+    import subprocess
+    import sys
+    import tempfile
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "sdpa_cli", *args], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120,
+                           cwd=tempfile.gettempdir())  # not the checkout: the sdpa installed
+    return p.returncode, p.stderr
+
+
+
+@pytest.mark.parametrize("args", [[], ["--version"]], ids=str)  # the rest: slow tier
+def test_help_and_version_into_a_full_stdout_are_one_line(args):
+    code, err = _to_full_stdout(*args)
+    assert code == 1 and err == "sdpa: cannot write to stdout: No space left on device\n", err
+
+
+
+@pytest.mark.slow
+def test_every_command_and_topic_into_a_full_stdout_is_one_line(tmp_path):
+    """Every command's --help, the tool commands' documents, every topic page: one line and
+    exit 1 when stdout is full (help and --version raised an internal error)."""
+    from sdpa_cli.io import topics
+
+    commands = [*registry.NAMES, "run", "compare", "validate", "help"]
+    cases = [["--help"], *([c, "--help"] for c in commands),
+             *(["help", t] for t in topics.pages()),
+             ["variance", "--list"], ["variance", "--dims", "3", "--pairs", "10", "--no-write",
+                                      "--no-plots", "--format", "json"]]
+    for args in cases:
+        code, err = _to_full_stdout(*args)
+        assert code == 1 and len(err.strip().splitlines()) == 1, (args, err)
+        assert "cannot write" in err and "internal error" not in err, (args, err)
+
