@@ -230,7 +230,8 @@ def test_the_saturated_head_pattern_is_named_from_its_rows():
 
 
 def test_the_score_histogram_is_numpys_bin_for_bin() -> None:
-    """stats.histogram (searchsorted, no sort) against np.histogram of the clipped scores,
+    """stats.histogram (counting on even edges, searchsorted on others; no sort) against
+    np.histogram of the clipped scores,
     with values on, just beside and beyond every edge, on even and uneven edges."""
     from sdpa_cli.studies.inspect.models.stats import histogram
 
