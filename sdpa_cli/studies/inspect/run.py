@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,6 @@ from sdpa_cli.framework.audit import Lookup, find_rows
 from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
-from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.inspect.checkpoint import Weights
 from sdpa_cli.studies.inspect.figures_data import figures
@@ -40,6 +41,7 @@ from sdpa_cli.studies.inspect.measure import Layer, layer_spectra, measure_layer
 from sdpa_cli.studies.inspect.models.common import LayerOut, init_reader, softmax_rows
 from sdpa_cli.studies.inspect.models.qkbound import Spectra
 from sdpa_cli.studies.inspect.models.stats import head_scores as _scores
+from sdpa_cli.studies.inspect.models.threads import blas_threads
 from sdpa_cli.studies.inspect.rows import (
     FIELDS,
     HEAD_COLUMNS,
@@ -93,7 +95,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
     rows_ = got.ckpt.tensors[got.ckpt.family.embedding].shape[0]
     induction = induction_tokens(spec, got.tok, rows_)
     for kind in kinds:
-        heads += _measure(spec, got, kind, hist, picture, ctx.tick, induction)
+        heads += _measure(spec, got, kind, hist, picture, ctx, induction)
     rows = [as_row(r) for r in heads]
     layers = layer_rows(rows)
     checks = [Check("statistics finite", all(np.isfinite(r["score_std"]) for r in rows),
@@ -184,7 +186,7 @@ def _sha256(path: Path) -> str:
 
 
 def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, int, int],
-             list[int]], picture: dict[str, Any], tick: Tick | None,
+             list[int]], picture: dict[str, Any], ctx: RunContext,
              induction: Induction | None) -> list[HeadRow]:
     ckpt = got.ckpt
     dtype = np.float64 if spec.dtype == "float64" else np.float32
@@ -193,27 +195,41 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
     read = weights if weights is not None else init_reader(ckpt.shapes(), std, spec.entropy)
     out: list[HeadRow] = []
     bounds: dict[int, dict[str, Spectra]] = {}  # per layer, computed at the first length
+    # --workers cores: BLAS threads for the forward's large products (nothing else runs
+    # then), or as many threads each measuring a group of heads with one BLAS thread (a
+    # small product on several threads costs many times its CPU); never both at once. On a
+    # cluster (an executor) other specs' threads share this process: BLAS stays at one.
+    cores = ctx.workers if ctx.executor is None else 1
+    pool = ThreadPoolExecutor(cores, thread_name_prefix="sdpa-heads") if cores > 1 else None
     try:
         for n in spec.seq_len:
             ids = got.ids[n]
             rep = induction.ids[n] if induction is not None else None
             # text and repeated tokens in one batch: each layer's weights are read once
             batch = ids if rep is None else np.concatenate([ids, rep])
-            layers = ckpt.family.forward(ckpt.config, read, batch, dtype)
-            for layer, lo in enumerate(layers):
-                if layer not in bounds:
-                    bounds[layer] = layer_spectra(ckpt.family.name, ckpt.config, read, layer)
+            layers = iter(ckpt.family.forward(ckpt.config, read, batch, dtype))
+            for layer in itertools.count():
+                with blas_threads(cores):
+                    lo = next(layers, None)
+                if lo is None:
+                    break
+                with blas_threads(1):
+                    if layer not in bounds:
+                        bounds[layer] = layer_spectra(ckpt.family.name, ckpt.config, read, layer)
 
-                def keep(counts: Any, key: tuple[str, int, int] = (kind, n, layer)) -> None:
-                    hist[key] = counts.tolist()
+                    def keep(counts: Any, key: tuple[str, int, int] = (kind, n, layer)) -> None:
+                        hist[key] = counts.tolist()
 
-                at = Layer(kind, n, layer, lo, len(ids), rep)
-                out += measure_layer(at, rules_of(spec), bounds[layer], keep)
-                if kind == "trained" and n == min(spec.seq_len):
-                    _picture(picture, lo, n, got, ids)
-            if tick is not None:
-                tick(0, 1)
+                    at = Layer(kind, n, layer, lo, len(ids), rep)
+                    out += measure_layer(at, rules_of(spec), bounds[layer], keep, pool, cores)
+                    if kind == "trained" and n == min(spec.seq_len):
+                        _picture(picture, lo, n, got, ids)
+                del lo  # this layer's q, k and v go before the next layer's arrive
+            if ctx.tick is not None:
+                ctx.tick(0, 1)
     finally:
+        if pool is not None:
+            pool.shutdown()
         if weights is not None:
             weights.close()
     return out
