@@ -258,46 +258,45 @@ def erf(x: Array) -> Array:
 BLOCK = 1 << 14  # elements per block: a block's temporaries stay in the CPU's cache
 
 
-def gelu(x: Array) -> Array:
-    """GELU with the exact erf (BERT's "gelu"), block by block: erf takes a few dozen passes
-    over its input, and passes over a cache-sized block are several times faster than over
-    a whole activation."""
+def _by_blocks(x: Array, half_gate: Callable[[Array], Array]) -> Array:
+    """½x(1 + g(x)) block by block, g returning a new array: passes over a cache-sized block
+    are several times faster than over a whole activation."""
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    root = np.asarray(1.0 / math.sqrt(2.0), dtype=flat.dtype)
     for i in range(0, flat.size, BLOCK):
         b = flat[i:i + BLOCK]
-        e = erf(b * root)
-        e += 1.0
-        e *= b
-        e *= 0.5
-        out[i:i + BLOCK] = e
-    result: Array = out.reshape(x.shape)
-    return result
-
-
-def gelu_tanh(x: Array) -> Array:
-    """GELU's tanh form (GPT-2's "gelu_new", Gemma's "gelu_pytorch_tanh"),
-    ½x(1 + tanh(√(2/π)(x + 0.044715x³))), as x(c + c'x²) by blocks in place: x ** 3 in
-    float32 goes through pow, tens of times slower than two multiplies."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty_like(flat)
-    c = math.sqrt(2.0 / math.pi)
-    inner = np.asarray(c, dtype=flat.dtype)
-    cubic = np.asarray(c * 0.044715, dtype=flat.dtype)
-    for i in range(0, flat.size, BLOCK):
-        b = flat[i:i + BLOCK]
-        t = b * b
-        t *= cubic
-        t += inner
-        t *= b
-        np.tanh(t, out=t)
+        t = half_gate(b)
         t += 1.0
         t *= b
         t *= 0.5
         out[i:i + BLOCK] = t
     result: Array = out.reshape(x.shape)
     return result
+
+
+def gelu(x: Array) -> Array:
+    """GELU with the exact erf (BERT's "gelu"): erf(x/√2) takes a few dozen passes."""
+    root = np.asarray(1.0 / math.sqrt(2.0), dtype=x.dtype)
+    return _by_blocks(x, lambda b: erf(b * root))
+
+
+def gelu_tanh(x: Array) -> Array:
+    """GELU's tanh form (GPT-2's "gelu_new", Gemma's "gelu_pytorch_tanh"),
+    ½x(1 + tanh(√(2/π)(x + 0.044715x³))), the argument as x(c + c'x²): x ** 3 in float32
+    goes through pow, tens of times slower than two multiplies."""
+    c = math.sqrt(2.0 / math.pi)
+    inner = np.asarray(c, dtype=x.dtype)
+    cubic = np.asarray(c * 0.044715, dtype=x.dtype)
+
+    def gate(b: Array) -> Array:
+        t = b * b
+        t *= cubic
+        t += inner
+        t *= b
+        out: Array = np.tanh(t, out=t)
+        return out
+
+    return _by_blocks(x, gate)
 
 
 def silu(x: Array) -> Array:
