@@ -222,11 +222,11 @@ def test_the_saturated_head_pattern_is_named_from_its_rows():
 
     shift = np.eye(6, k=-1)
     shift[0, 0] = 1.0  # row 0 has no previous token
-    assert "the previous token in 100%" in pattern(shift, 0, 2)
-    assert "the token itself in 100%" in pattern(np.eye(6), 1, 0)
+    assert "the previous token in 100%" in pattern(shift.argmax(axis=-1), 0, 2)
+    assert "the token itself in 100%" in pattern(np.eye(6).argmax(axis=-1), 1, 0)
     sink = np.zeros((6, 6))
     sink[:, 0] = 1.0
-    assert "the first token in 100%" in pattern(sink, 1, 0)
+    assert "the first token in 100%" in pattern(sink.argmax(axis=-1), 1, 0)
 
 
 def test_the_score_histogram_is_numpys_bin_for_bin() -> None:

@@ -9,7 +9,7 @@ STUDY = Study(
     topic="inspect",
     spec=InspectSpec,
     run=run.run,
-    rows=(rows.HeadRow, rows.LayerRow, rows.SummaryRow),
+    rows=(rows.HeadRow, rows.LayerRow, rows.SummaryRow, rows.ResidualRow),
     figures={"inspect.heatmaps": "figures:draw_heatmaps", "inspect.pooled": "figures:draw_pooled",
              "inspect.entropy_vs_n": "figures:draw_entropy_vs_n",
              "inspect.picture": "figures:draw_picture",

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from sdpa_cli.framework.common import divisor_label, finite
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.inspect.heads import head_type
+from sdpa_cli.studies.inspect.heads import SINK, head_type
 from sdpa_cli.studies.inspect.models import stats
 from sdpa_cli.studies.inspect.models.common import Array, LayerOut, Reader
 from sdpa_cli.studies.inspect.models.headtypes import induction_pattern
@@ -26,7 +26,7 @@ from sdpa_cli.studies.inspect.models.qkbound import (
     row_sigma,
     spectra,
 )
-from sdpa_cli.studies.inspect.models.stats import OwnRule, own_rule_name
+from sdpa_cli.studies.inspect.models.stats import F64, HeadStats, OwnRule, own_rule_name
 from sdpa_cli.studies.inspect.rows import HeadRow
 
 PRE = "pre-norm:"  # the scaling label's prefix for a QK-norm model's q and k before the norm
@@ -76,6 +76,7 @@ def measure_layer(at: Layer, rules: list[tuple[str, Scaling | None]], bounds: di
     dim = lo.q.shape[-1]
     pattern = induction_pattern(at.repeated) if at.repeated is not None else None
     ceiling = stats.ceiling(pattern) if pattern is not None else 0.0
+    values = value_norms(lo, at.texts)
     out: list[HeadRow] = []
     for prefix, q, k in vectors(lo):
         sp = bounds.get(prefix)
@@ -103,12 +104,21 @@ def measure_layer(at: Layer, rules: list[tuple[str, Scaling | None]], bounds: di
                      if sigma is not None and sp is not None else None)
             floor = entropy_bound(bound, seen) if bound is not None else None
             out += [_row(at, prefix + label, name, st, h, ind[i] if ind is not None else None,
-                         ceiling, sp, bound, floor) for h in range(q.shape[1])]
+                         ceiling, sp, bound, floor, values) for h in range(q.shape[1])]
     return out
 
 
-def _row(at: Layer, label: str, name: str, st: Any, h: int, ind: Any, ceiling: float,
-         sp: Spectra | None, bound: Any, floor: Any) -> HeadRow:
+def value_norms(lo: LayerOut, texts: int) -> tuple[F64, F64] | None:
+    """Per query head, the mean ‖v‖ at position 0 and at the later positions (text)."""
+    if lo.v is None:
+        return None
+    norm = np.sqrt(np.einsum("shnd,shnd->hsn", lo.v[:texts], lo.v[:texts], dtype=np.float64))
+    return norm[:, :, 0].mean(axis=1), norm[:, :, 1:].mean(axis=(1, 2))
+
+
+def _row(at: Layer, label: str, name: str, st: HeadStats, h: int, ind: Any, ceiling: float,
+         sp: Spectra | None, bound: Any, floor: Any, values: tuple[F64, F64] | None
+         ) -> HeadRow:
     n = at.n
     induction = float(ind[h]) if ind is not None else None
     first, later, prev = (float(st.first_token_share[h]), float(st.sink_other[h]),
@@ -126,4 +136,12 @@ def _row(at: Layer, label: str, name: str, st: Any, h: int, ind: Any, ceiling: f
         qk_spectral=float(sp.at_zero[h]) / math.sqrt(dim) if sp is not None else None,
         score_max=float(st.score_max[h]),
         logit_bound=float(bound[h].max()) if bound is not None else None,
-        entropy_bound=finite(floor[h]) if floor is not None else None)
+        entropy_bound=finite(floor[h]) if floor is not None else None,
+        score_std_within_raw=finite(st.score_std_within_raw[h]),
+        score_std_within=finite(st.score_std_within[h]),
+        between_share=finite(st.between_share[h]), top_gap=finite(st.top_gap[h]),
+        q_norm=float(st.q_norm[h]), k_norm=float(st.k_norm[h]), cos_std=float(st.cos_std[h]),
+        sink_rate=float(np.mean(st.first_by_seq[h] > SINK)),
+        first_token_std=float(np.std(st.first_by_seq[h])),
+        sink_value_norm=float(values[0][h]) if values is not None else None,
+        value_norm=float(values[1][h]) if values is not None else None)

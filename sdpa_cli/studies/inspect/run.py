@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,12 +28,15 @@ from sdpa_cli.studies.inspect.findings import (
     layer_rows,
     pattern,
     summary_quantity,
+    within_findings,
 )
 from sdpa_cli.studies.inspect.findings_heads import (
     bound_findings,
     floor_check,
     head_findings,
     prenorm_findings,
+    residual_findings,
+    sink_findings,
     summary_rows,
 )
 from sdpa_cli.studies.inspect.heads import Induction, induction_tokens
@@ -46,8 +50,10 @@ from sdpa_cli.studies.inspect.rows import (
     FIELDS,
     HEAD_COLUMNS,
     LAYER_COLUMNS,
+    RESIDUAL_COLUMNS,
     SUMMARY_COLUMNS,
     HeadRow,
+    ResidualRow,
 )
 from sdpa_cli.studies.inspect.spec import InspectSpec
 from sdpa_cli.studies.inspect.text import default_paths
@@ -87,6 +93,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
     if isinstance(got, Skipped):
         return _skipped(spec, got)
     heads: list[HeadRow] = []
+    residual: list[ResidualRow] = []
     hist: dict[tuple[str, int, int], list[int]] = {}
     picture: dict[str, Any] = {}
     kinds = ["trained", "init"] if spec.weights == "init" else ["trained"]
@@ -95,7 +102,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
     rows_ = got.ckpt.tensors[got.ckpt.family.embedding].shape[0]
     induction = induction_tokens(spec, got.tok, rows_)
     for kind in kinds:
-        heads += _measure(spec, got, kind, hist, picture, ctx, induction)
+        heads += _measure(spec, got, kind, hist, picture, ctx, induction, residual)
     rows = [as_row(r) for r in heads]
     layers = layer_rows(rows)
     checks = [Check("statistics finite", all(np.isfinite(r["score_std"]) for r in rows),
@@ -120,18 +127,26 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         tables=[Table("summary", "Per length and rule: heads saturated, sinks, head types",
                       SUMMARY_COLUMNS, tuple(summary_rows(rows)), terminal=False),
                 Table("layers", "Per layer: medians and ranges over heads", LAYER_COLUMNS,
-                      tuple(layers), terminal=False)],
+                      tuple(layers), terminal=False),
+                Table("residual", "Per layer: the largest residual activation and where it "
+                      "sits (the last layer's after the final norm)", RESIDUAL_COLUMNS,
+                      tuple(as_row(r) for r in residual), terminal=False)],
         checks=checks, lookup=_lookup(rows), theory=(
             "Independent q, k with unit components: q·k has std √d_k; ÷√d_k makes it 1.",),
         notes=notes,
         figures=figures(spec, rows, hist, picture, got.ckpt.shape) if ctx.figures else (),
-        findings=(*findings(spec, rows, got.ckpt.shape), _pattern(spec, rows, picture),
+        findings=(*findings(spec, rows, got.ckpt.shape),
+                  *within_findings(rows, spec.seq_len, d), _pattern(spec, rows, picture),
                   *head_findings(rows, spec.seq_len, induction),
+                  *sink_findings(rows, spec.seq_len, _first_tokens(spec, got),
+                                 bool(got.tok.prefix)),
+                  *residual_findings([as_row(r) for r in residual], spec.seq_len),
                   *prenorm_findings(rows, spec.seq_len), *bound_findings(rows, spec.seq_len, d)),
         expect=expect(),
     )
     # what was read, so a result names its checkpoint, tokenizer, text and tokens exactly
-    return dataclasses.replace(result, extra={"inputs": _digests(spec, got),
+    return dataclasses.replace(result, extra={"inputs": {**_digests(spec, got),
+                                                         "tensor_types": tensor_types(got)},
                                               "tokens": _tokens(spec, got, induction)})
 
 
@@ -150,6 +165,30 @@ def own_rules(rows: Sequence[Row]) -> str:
                      for rule, layers in by_rule.items())
 
 
+def _first_tokens(spec: InspectSpec, got: Inputs) -> dict[int, list[str]]:
+    return {n: [got.tok.label(int(i)) for i in got.ids[n][:, 0]] for n in spec.seq_len}
+
+
+def tensor_types(got: Inputs) -> dict[str, dict[str, int]]:
+    """How each family of tensors is stored (its name without the layer index): storage
+    type (Q4_1, Q6_K, BF16, …) → how many tensors of that family."""
+    out: dict[str, dict[str, int]] = {}
+    for name, t in sorted(got.ckpt.tensors.items()):
+        family = re.sub(r"(^|\.)(?:layers|layer|h)\.\d+\.", r"\1", name)
+        kinds = out.setdefault(family, {})
+        kinds[t.dtype] = kinds.get(t.dtype, 0) + 1
+    return out
+
+
+def _residual(kind: str, n: int, layer: int, lo: LayerOut, texts: int, got: Inputs
+              ) -> ResidualRow:
+    h = np.abs(lo.hidden[:texts])
+    seq, pos, channel = (int(i) for i in np.unravel_index(int(h.argmax()), h.shape))
+    return ResidualRow(weights=kind, seq_len=n, layer=layer, largest=float(h.max()),
+                       median_abs=float(np.median(h)), sequence=seq, position=pos,
+                       channel=channel, token=got.tok.label(int(got.ids[n][seq, pos])))
+
+
 def _tokens(spec: InspectSpec, got: Inputs, induction: Induction | None) -> dict[str, Any]:
     """Every token id measured, per length and sequence, so another implementation can run
     the same tokens: the text's chunks (or the random control's) and the repeated sequences."""
@@ -164,7 +203,7 @@ def _pattern(spec: InspectSpec, rows: Sequence[Row], picture: Mapping[str, Any])
     first = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == min(spec.seq_len)
              and r["scaling"] == "model"]
     worst = max(first, key=lambda r: (r["frozen_share"], r["max_weight"]))
-    return pattern(picture["rows"][worst["layer"]][worst["head"]], worst["layer"],
+    return pattern(picture["peaks"][worst["layer"]][worst["head"]], worst["layer"],
                    worst["head"])
 
 
@@ -187,7 +226,7 @@ def _sha256(path: Path) -> str:
 
 def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, int, int],
              list[int]], picture: dict[str, Any], ctx: RunContext,
-             induction: Induction | None) -> list[HeadRow]:
+             induction: Induction | None, residual: list[ResidualRow]) -> list[HeadRow]:
     ckpt = got.ckpt
     dtype = np.float64 if spec.dtype == "float64" else np.float32
     std = float(ckpt.config.get("initializer_range", 0.02))
@@ -221,6 +260,7 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
                         hist[key] = counts.tolist()
 
                     at = Layer(kind, n, layer, lo, len(ids), rep)
+                    residual.append(_residual(kind, n, layer, lo, len(ids), got))
                     out += measure_layer(at, rules_of(spec), bounds[layer], keep, pool, cores)
                     if kind == "trained" and n == min(spec.seq_len):
                         _picture(picture, lo, n, got, ids)
@@ -237,12 +277,15 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
 
 def _picture(picture: dict[str, Any], lo: LayerOut, n: int, got: Inputs, ids: Any) -> None:
     """The first sequence's weights under the model's own rule, every key in the softmax, then
-    the first PICTURE_MAX queries and keys kept (the model's own weights, cropped)."""
+    the first PICTURE_MAX queries and keys kept (the model's own weights, cropped), and where
+    each of those rows peaks over all its keys. Only those rows are computed, and only copies
+    are kept: a view would keep a layer's n × n array alive."""
     m = min(n, PICTURE_MAX)
     mask = lo.mask(n)
-    p = softmax_rows(_scores(lo.q[0], lo.k[0], own_rule(lo), mask), mask)
-    picture.setdefault("weights", []).append(p[:, :m, :m])
-    picture.setdefault("rows", []).append(p[:, :m])  # whole rows: where each row peaks
+    rows = mask[:m] if mask is not None else None
+    p = softmax_rows(_scores(lo.q[0, :, :m], lo.k[0], own_rule(lo), rows), rows)
+    picture.setdefault("weights", []).append(np.ascontiguousarray(p[:, :, :m]))
+    picture.setdefault("peaks", []).append(p.argmax(axis=-1))
     picture["tokens"] = [got.tok.label(i) for i in ids[0, :m]]
     picture["n"] = n
 
