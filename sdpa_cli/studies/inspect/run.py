@@ -261,7 +261,9 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
 
                     at = Layer(kind, n, layer, lo, len(ids), rep)
                     residual.append(_residual(kind, n, layer, lo, len(ids), got))
-                    out += measure_layer(at, rules_of(spec), bounds[layer], keep, pool, cores)
+                    # the histogram is drawn only: without figures it is not counted
+                    out += measure_layer(at, rules_of(spec), bounds[layer],
+                                         keep if ctx.figures else None, pool, cores)
                     if kind == "trained" and n == min(spec.seq_len):
                         _picture(picture, lo, n, got, ids)
                 del lo  # this layer's q, k and v go before the next layer's arrive

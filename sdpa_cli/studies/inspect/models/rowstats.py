@@ -88,7 +88,7 @@ def fill(x: NDArray[Any], blk: Block, value: Any) -> None:
 
 @dataclass
 class Source:
-    """Per-row raw numbers of one (q, k) pair: heads × sequences × n each."""
+    """Per-row raw numbers of one (q, k) source: (sequence, head) pairs × n each."""
 
     count: F64
     mean: F64
@@ -111,8 +111,8 @@ class Source:
 
 @dataclass
 class Rows:
-    """Per-row softmax numbers of one rule: heads × sequences × n each, and the weight each
-    key receives summed over rows (heads × sequences × n)."""
+    """Per-row softmax numbers of one rule: (sequence, head) pairs × n each, and the weight
+    each key receives summed over rows (pairs × n)."""
 
     inv_z: F64  # 1 / Σ exp(s − max): the largest weight
     entropy: F64
@@ -142,12 +142,31 @@ def _moments(x: NDArray[Any], blk: Block, work: NDArray[Any]) -> tuple[F64, F64]
     """Row means and sums of squared deviations over the visible scores, with x's masked
     entries at 0 on entry; they are left at the row mean, so x's row minimum and maximum
     are the visible ones (a mean lies between them)."""
-    mean = x.sum(axis=-1, dtype=np.float64) / blk.seen
+    mean = _sum(x) / blk.seen
     mean_x = mean.astype(x.dtype)
     fill(x, blk, mean_x)
     np.subtract(x, mean_x[..., None], out=work)  # exactly 0 where masked
-    m2: F64 = np.einsum("gbk,gbk->gb", work, work, dtype=np.float64)
+    m2 = _dot(work, work)
     return mean, m2
+
+
+# Row sums and dot products in the scores' dtype (float32 sums pairwise; every sum taken here
+# but a row's mean adds terms of one sign), then float64: casting first costs 2-4× the sum.
+def _sum(x: NDArray[Any]) -> F64:
+    out: F64 = x.sum(axis=-1).astype(np.float64)
+    return out
+
+
+def _dot(x: NDArray[Any], y: NDArray[Any]) -> F64:
+    out: F64 = np.einsum("gbk,gbk->gb", x, y).astype(np.float64)
+    return out
+
+
+def _at(x: NDArray[Any], arg: NDArray[np.int64]) -> NDArray[Any]:
+    """x's entries at one key per row: the row's largest by argmax (a max reduction over
+    float32 rows is several times slower than argmax and a gather)."""
+    out: NDArray[Any] = np.take_along_axis(x, arg[..., None], axis=-1)
+    return out
 
 
 def _raw(x: NDArray[Any], blk: Block, work: NDArray[Any], src: Source, at: tuple[Any, ...],
@@ -162,12 +181,12 @@ def _raw(x: NDArray[Any], blk: Block, work: NDArray[Any], src: Source, at: tuple
                         * inv_q * inv_q)
     mean, m2 = _moments(x, blk, work)
     src.count[at], src.mean[at], src.m2[at] = blk.seen, mean, m2
-    src.low[at] = x.min(axis=-1)
+    src.low[at] = _at(x, x.argmin(axis=-1))[..., 0]
     fill(x, blk, LOW)
     arg: NDArray[np.int64] = x.argmax(axis=-1)
-    top = np.take_along_axis(x, arg[..., None], axis=-1)
+    top = _at(x, arg)
     np.put_along_axis(x, arg[..., None], LOW, axis=-1)
-    src.top2[at] = x.max(axis=-1)
+    src.top2[at] = _at(x, x.argmax(axis=-1))[..., 0]
     np.put_along_axis(x, arg[..., None], top, axis=-1)
     src.top1[at], src.arg[at] = top[..., 0], arg + blk.lo
     return arg
@@ -187,16 +206,15 @@ def _rule(x: NDArray[Any], arg: NDArray[np.int64], blk: Block, m: Map, bufs: Seq
         fill(s, blk, LOW)
     if hist is not None and edges is not None:
         hist += counts(s, edges) - _masked_counts(blk, g, len(edges) - 1)
-    top = np.take_along_axis(s, arg[..., None], axis=-1)
-    s -= top
+    s -= _at(s, arg)
     np.exp(s, out=e)
     np.put_along_axis(e, arg[..., None], 0.0, axis=-1)  # the top key's weight is 1/Z: kept
-    rest = e.sum(axis=-1, dtype=np.float64)  # out of the sums, so no 1 − p cancels
+    rest = _sum(e)  # out of the sums, so no 1 − p cancels
     z = 1.0 + rest
-    ed = np.einsum("gbk,gbk->gb", e, s, dtype=np.float64)
+    ed = _dot(e, s)
     np.multiply(e, e, out=s)
-    a = s.sum(axis=-1, dtype=np.float64) / (z * z)
-    b = np.einsum("gbk,gbk->gb", s, e, dtype=np.float64) / (z * z * z)
+    a = _sum(s) / (z * z)
+    b = _dot(s, e) / (z * z * z)
     top_p = 1.0 / z
     sq = top_p * top_p + a
     # ‖diag(p) − ppᵀ‖²_F = Σ p_i²(1 − p_i)² + Σ p_i²(Σp² − p_i²), the top key's terms
@@ -218,22 +236,20 @@ def _rule(x: NDArray[Any], arg: NDArray[np.int64], blk: Block, m: Map, bufs: Seq
         out.prev[at] = np.where(ok, got, 0.0) * top_p
     col = np.matmul(top_p.astype(x.dtype)[:, None, :], e)[:, 0, :].astype(np.float64)
     np.add.at(col, (np.arange(g)[:, None], arg), top_p)
-    out.column[at[0], at[1], blk.lo:blk.hi] += col
+    out.column[at[0], blk.lo:blk.hi] += col
 
 
 def counts(s: NDArray[Any], edges: F64) -> NDArray[np.int64]:
-    """Counts of s (any shape) in the bins of even edges, clipped into the outer bins: the
-    bin from one multiply, corrected by comparison with the edges (exact at every edge)."""
+    """Counts of s (any shape) in the bins of even edges, clipped into the outer bins, the
+    bin by arithmetic in s's dtype: a score within that dtype's rounding of an edge (about
+    1e-6 relative in float32) may fall in the bin beside (the counts are drawn, not read)."""
     bins = len(edges) - 1
     lo, hi = float(edges[0]), float(edges[-1])
-    x = np.clip(s.reshape(-1), lo, hi)
-    t = x - x.dtype.type(lo)
-    t *= x.dtype.type(bins / (hi - lo))
-    idx = t.astype(np.intp)
-    np.clip(idx, 0, bins - 1, out=idx)
-    idx -= x < edges[idx]
-    idx += (x >= edges[idx + 1]) & (idx < bins - 1)
-    out: NDArray[np.int64] = np.bincount(idx, minlength=bins).astype(np.int64)
+    dt = s.dtype.type
+    t = np.multiply(s.reshape(-1), dt(bins / (hi - lo)))
+    t -= dt(lo * bins / (hi - lo))
+    np.clip(t, 0, bins - 0.5, out=t)
+    out: NDArray[np.int64] = np.bincount(t.astype(np.intp), minlength=bins).astype(np.int64)
     return out
 
 
@@ -243,22 +259,25 @@ def _masked_counts(blk: Block, heads: int, bins: int) -> NDArray[np.int64]:
     return out
 
 
-def groups(heads: int, n: int, parts: int) -> list[NDArray[np.int64]]:
-    """Heads split into groups whose buffers stay near GROUP_ELEMENTS, at least `parts`."""
+def groups(pairs: int, n: int, parts: int) -> list[slice]:
+    """(sequence, head) pairs split into runs whose buffers stay near GROUP_ELEMENTS, at least
+    `parts` of them (a run's numbers do not depend on where it starts or ends)."""
     rows = max(MIN_ROWS, min(n, ROW_ELEMENTS // n))
-    size = max(1, min(heads, GROUP_ELEMENTS // (rows * n), math.ceil(heads / max(parts, 1))))
-    return [np.arange(i, min(heads, i + size)) for i in range(0, heads, size)]
+    size = max(1, min(pairs, GROUP_ELEMENTS // (rows * n), math.ceil(pairs / max(parts, 1))))
+    return [slice(i, min(pairs, i + size)) for i in range(0, pairs, size)]
 
 
 @dataclass(frozen=True)
 class Task:
-    """What one layer's statistics run on: sources (q, k) shaped (sequences, heads, n, d)
-    (source 0: the vectors as given; others: prepared for a normalising rule), the maps,
-    the mask, and the induction pattern (sequences, n, n) of `pattern_seqs` (q, k) pairs."""
+    """What one layer's statistics run on: sources (q, k) shaped ((sequence, head) pairs, n,
+    d) (source 0: the vectors as given; others: prepared for a normalising rule), the maps,
+    the mask, and the repeated sequences' pairs with their induction pattern (sequences, n,
+    n); `heads` per sequence."""
 
     sources: Sequence[tuple[NDArray[Any], NDArray[Any]]]
     maps: Sequence[Map]
     mask: Mask | None
+    heads: int
     edges: F64 | None = None
     patterned: Sequence[tuple[NDArray[Any], NDArray[Any]]] = ()
     pattern: Mask | None = None
@@ -266,70 +285,77 @@ class Task:
 
 @dataclass
 class Out:
+    """Per-row numbers ((sequence, head) pairs × n) of each source and rule, the histogram,
+    and per map and repeated pair the weight on the induction pattern ÷ n."""
+
     sources: list[Source]
     rules: list[Rows]
-    hist: NDArray[np.int64] | None
-    induction: F64 | None  # per map, heads: Σ over sequences of the pattern's weight ÷ n
+    induction: F64 | None
 
 
 def _norms(x: NDArray[Any]) -> NDArray[Any]:
     """1 / ‖x‖ along the last axis (0 for a zero vector), in x's dtype."""
-    norm = np.sqrt(np.einsum("...d,...d->...", x, x, dtype=np.float64))
+    norm = np.sqrt(np.einsum("...d,...d->...", x, x))
     out: NDArray[Any] = np.divide(1.0, norm, out=np.zeros_like(norm), where=norm > 0)
-    return out.astype(x.dtype)
+    return out
 
 
-def run_group(task: Task, heads: NDArray[np.int64], out: Out) -> NDArray[np.int64] | None:
-    """Every sequence and block of one group of heads; returns its histogram counts."""
-    q0 = task.sources[0][0]
-    seqs, _, n, _ = q0.shape
-    dtype = q0.dtype
+def _buffers(blocks: Sequence[Block], pairs: int, dtype: Any) -> list[NDArray[Any]]:
+    size = pairs * max(b.r1 - b.r0 for b in blocks) * max(b.hi - b.lo for b in blocks)
+    return [np.empty(size, dtype=dtype) for _ in range(3)]
+
+
+def run_group(task: Task, grp: slice, out: Out) -> NDArray[np.int64] | None:
+    """Every block of one run of (sequence, head) pairs; returns its histogram counts."""
+    n = task.sources[0][0].shape[1]
     blocks = plan(task.mask, n)
-    size = len(heads) * max(b.r1 - b.r0 for b in blocks) * max(b.hi - b.lo for b in blocks)
-    bufs = [np.empty(size, dtype=dtype) for _ in range(3)]
+    bufs = _buffers(blocks, grp.stop - grp.start, task.sources[0][0].dtype)
     hist = np.zeros(len(task.edges) - 1, dtype=np.int64) if task.edges is not None else None
-    for s in range(seqs):
-        for si, (q, k) in enumerate(task.sources):
-            qs, ks = q[s, heads], k[s, heads]
-            norms = (_norms(qs), _norms(ks)) if si == 0 else None
-            for blk in blocks:
-                at = (heads, s, slice(blk.r0, blk.r1))
-                x = _scores(qs[:, blk.r0:blk.r1], ks[:, blk.lo:blk.hi], bufs[2])
-                pair = (norms[0][:, blk.r0:blk.r1], norms[1][:, blk.lo:blk.hi]) \
-                    if norms is not None else None
-                arg = _raw(x, blk, bufs[0][:x.size].reshape(x.shape), out.sources[si], at, pair)
-                for m, rows in zip(task.maps, out.rules, strict=True):
-                    if m.source == si:
-                        _rule(x, arg, blk, m, bufs, rows, at,
-                              hist if m.histogram else None, task.edges)
-    if task.pattern is not None and out.induction is not None:
-        induction(task, heads, blocks, bufs, out.induction)
+    for si, (q, k) in enumerate(task.sources):
+        qs, ks = q[grp], k[grp]
+        norms = (_norms(qs), _norms(ks)) if si == 0 else None
+        for blk in blocks:
+            at = (grp, slice(blk.r0, blk.r1))
+            x = _scores(qs[:, blk.r0:blk.r1], ks[:, blk.lo:blk.hi], bufs[2])
+            pair = (norms[0][:, blk.r0:blk.r1], norms[1][:, blk.lo:blk.hi]) \
+                if norms is not None else None
+            arg = _raw(x, blk, bufs[0][:x.size].reshape(x.shape), out.sources[si], at, pair)
+            for m, rows in zip(task.maps, out.rules, strict=True):
+                if m.source == si:
+                    _rule(x, arg, blk, m, bufs, rows, at, hist if m.histogram else None,
+                          task.edges)
     return hist
 
 
-def induction(task: Task, heads: NDArray[np.int64], blocks: list[Block],
-               bufs: Sequence[NDArray[Any]], acc: F64) -> None:
-    """Σ of each head's weight on the pattern's (query, key) pairs ÷ n, per sequence."""
+def induction(task: Task, grp: slice, acc: F64) -> None:
+    """Per repeated (sequence, head) pair in grp, its weight on the pattern's (query, key)
+    pairs ÷ n, into acc (maps × pairs)."""
     assert task.pattern is not None
-    for s in range(task.patterned[0][0].shape[0]):
-        ri, ci = np.nonzero(task.pattern[s])
-        n = task.pattern.shape[-1]
-        for si, (q, k) in enumerate(task.patterned):
-            qs, ks = q[s, heads], k[s, heads]
-            for blk in blocks:
-                x = _scores(qs[:, blk.r0:blk.r1], ks[:, blk.lo:blk.hi], bufs[2])
-                fill(x, blk, LOW)
-                pick = (ri >= blk.r0) & (ri < blk.r1) & (ci >= blk.lo) & (ci < blk.hi)
-                r, c = ri[pick] - blk.r0, ci[pick] - blk.lo
-                for j, m in enumerate(task.maps):
-                    if m.source != si:
-                        continue
-                    s_ = _mapped(x, blk, m, bufs[0])
-                    s_ -= s_.max(axis=-1, keepdims=True)
-                    e = bufs[1][:x.size].reshape(x.shape)
-                    np.exp(s_, out=e)
-                    z = e.sum(axis=-1, dtype=np.float64)
-                    acc[j, heads] += (e[:, r, c] / z[:, r]).sum(axis=-1) / n
+    n = task.pattern.shape[-1]
+    blocks = plan(task.mask, n)
+    bufs = _buffers(blocks, grp.stop - grp.start, task.patterned[0][0].dtype)
+    targets = [np.nonzero(p) for p in task.pattern]
+    owner = np.arange(grp.start, grp.stop) // task.heads  # each pair's sequence
+    for si, (q, k) in enumerate(task.patterned):
+        qs, ks = q[grp], k[grp]
+        for blk in blocks:
+            x = _scores(qs[:, blk.r0:blk.r1], ks[:, blk.lo:blk.hi], bufs[2])
+            fill(x, blk, LOW)
+            for j, m in enumerate(task.maps):
+                if m.source != si:
+                    continue
+                s_ = _mapped(x, blk, m, bufs[0])
+                s_ -= _at(s_, s_.argmax(axis=-1))
+                e = bufs[1][:x.size].reshape(x.shape)
+                np.exp(s_, out=e)
+                z = _sum(e)
+                for seq in np.unique(owner):
+                    ri, ci = targets[seq]
+                    pick = (ri >= blk.r0) & (ri < blk.r1) & (ci >= blk.lo) & (ci < blk.hi)
+                    r, c = ri[pick] - blk.r0, ci[pick] - blk.lo
+                    mine = np.flatnonzero(owner == seq)
+                    got = e[mine[:, None], r, c] / z[mine[:, None], r]
+                    acc[j, grp.start + mine] += got.sum(axis=-1) / n
 
 
 def _mapped(x: NDArray[Any], blk: Block, m: Map, buf: NDArray[Any]) -> NDArray[Any]:

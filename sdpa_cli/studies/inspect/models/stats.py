@@ -144,11 +144,8 @@ def head_scores(q: NDArray[Any], k: NDArray[Any], rule: Scaling | OwnRule | floa
 
 def histogram(x: NDArray[Any], edges: F64) -> NDArray[np.int64]:
     """np.histogram(np.clip(x, edges[0], edges[-1]), bins=edges)[0], without its sort of x:
-    bin i holds edges[i] ≤ x < edges[i + 1], the last one also x = edges[-1]. Even edges by
-    counting (rowstats.counts), others by searchsorted."""
-    step = np.diff(edges)
-    if np.allclose(step, step[0], rtol=1e-9, atol=0.0):
-        return rowstats.counts(np.asarray(x), edges)
+    bin i holds edges[i] ≤ x < edges[i + 1], the last one also x = edges[-1] (exact at the
+    edges; the statistics' own histogram, rowstats.counts, bins by arithmetic)."""
     bins = len(edges) - 1
     idx = np.searchsorted(edges, np.clip(x, edges[0], edges[-1]), side="right") - 1
     np.minimum(idx, bins - 1, out=idx)
@@ -167,24 +164,30 @@ def _map(rule: Rule, d: int, source: int, hist: bool) -> rowstats.Map:
     return rowstats.Map(own.scale, None, own.cap, source, hist)
 
 
+def _pairs(x: NDArray[Any], dtype: Any) -> NDArray[Any]:
+    """(sequences, heads, n, d) → ((sequence, head) pairs, n, d), contiguous."""
+    out: NDArray[Any] = np.ascontiguousarray(x, dtype=dtype).reshape(-1, *x.shape[-2:])
+    return out
+
+
 def _task(q: NDArray[Any], k: NDArray[Any], rules: Sequence[Rule], mask: Mask | None,
           edges: F64 | None, hist_rule: int | None, patterned: tuple[NDArray[Any], ...] = (),
           pattern: NDArray[np.bool_] | None = None) -> rowstats.Task:
     """Sources and maps: a normalising rule (cosine, qknorm) dots its own prepared q and k."""
     dtype = q.dtype if q.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    q, k = np.asarray(q, dtype=dtype), np.asarray(k, dtype=dtype)
-    sources = [(q, k)]
-    pats = [tuple(np.asarray(x, dtype=dtype) for x in patterned)] if patterned else []
+    sources = [(_pairs(q, dtype), _pairs(k, dtype))]
+    pats = [tuple(_pairs(x, dtype) for x in patterned)] if patterned else []
     maps = []
     for i, rule in enumerate(rules):
         src = 0
         if isinstance(rule, Scaling) and (rule.cosine or rule.norm is not None):
             src = len(sources)
-            sources.append((prepare(q, rule).astype(dtype), prepare(k, rule).astype(dtype)))
+            sources.append((_pairs(prepare(q, rule), dtype), _pairs(prepare(k, rule), dtype)))
             if pats:
-                pats.append(tuple(prepare(x, rule).astype(dtype) for x in patterned))
+                pats.append(tuple(_pairs(prepare(x, rule), dtype) for x in patterned))
         maps.append(_map(rule, q.shape[-1], src, i == hist_rule))
-    return rowstats.Task(sources, maps, mask, edges if hist_rule is not None else None,
+    return rowstats.Task(sources, maps, mask, q.shape[1],
+                         edges if hist_rule is not None else None,
                          [(p[0], p[1]) for p in pats], pattern)
 
 
@@ -199,34 +202,58 @@ def layer_stats(q: NDArray[Any], k: NDArray[Any], rules: Sequence[Rule],
     the histogram of rule `hist_rule`'s scores in `edges`. induction: (q, k, pattern) of the
     repeated sequences, whose TransformerLens score per rule and head comes back beside.
     Scores are made once per block of rows and shared by every rule; float32 q and k are
-    measured in float32 (their own precision), every sum over rows in float64. `parts`
-    groups of heads run on `pool` (the numbers do not depend on the grouping)."""
+    measured in float32 (their own precision), the per-row numbers kept in float64. `parts`
+    runs of (sequence, head) pairs go to `pool` (the numbers do not depend on the runs)."""
     task = _task(q, k, rules, mask, edges, hist_rule, induction[:2] if induction else (),
                  induction[2] if induction else None)
-    seqs, heads, n, _ = task.sources[0][0].shape
-    shape = (heads, seqs, n)
+    seqs, heads, n, _ = q.shape
+    shape = (seqs * heads, n)
     out = rowstats.Out(
         [rowstats.Source.empty(shape, i == 0) for i in range(len(task.sources))],
         [rowstats.Rows.empty(shape, m.cap is not None) for m in task.maps],
-        None, np.zeros((len(rules), heads)) if induction else None)
-    groups = rowstats.groups(heads, n, parts)
-    if pool is not None and len(groups) > 1:
-        hists = list(pool.map(lambda g: rowstats.run_group(task, g, out), groups))
-    else:
-        hists = [rowstats.run_group(task, g, out) for g in groups]
+        np.zeros((len(rules), induction[0].shape[0] * heads)) if induction else None)
+    jobs: list[Any] = [(rowstats.run_group, g) for g in rowstats.groups(seqs * heads, n, parts)]
+    if induction is not None and out.induction is not None:
+        pairs = induction[0].shape[0] * heads
+        jobs += [(rowstats.induction, g) for g in rowstats.groups(pairs, n, parts)]
+    acc = out.induction
+
+    def job(item: Any) -> NDArray[np.int64] | None:
+        f, g = item
+        got: NDArray[np.int64] | None = (f(task, g, out) if f is rowstats.run_group
+                                         else f(task, g, acc))
+        return got
+
+    hists = list(pool.map(job, jobs)) if pool is not None and len(jobs) > 1 else \
+        [job(j) for j in jobs]
     hist = None
     for h in hists:
         if h is not None:
             hist = h if hist is None else hist + h
     seen_by = mask.sum(axis=0) if mask is not None else np.full(n, n)
-    q0, k0 = task.sources[0]
-    q_norm, k_norm = _rms_norm(q0), _rms_norm(k0)
-    stats = [dataclasses.replace(summary(task.maps[i], out.sources, out.rules[i], seen_by,
+    q_norm, k_norm = _rms_norm(q), _rms_norm(k)
+    by_head = [_heads_first(x, seqs, heads) for x in out.sources]
+    stats = [dataclasses.replace(summary(task.maps[i], by_head, _heads_first(out.rules[i], seqs,
+                                                                              heads), seen_by,
                                          hist if i == hist_rule else None),
                                  q_norm=q_norm, k_norm=k_norm) for i in range(len(rules))]
-    ind = out.induction / induction[2].shape[0] if induction and out.induction is not None \
-        else None
+    ind = None
+    if induction is not None and out.induction is not None:
+        ind = out.induction.reshape(len(rules), -1, heads).mean(axis=1)
     return stats, ind
+
+
+def _heads_first(x: Any, seqs: int, heads: int) -> Any:
+    """A Source or Rows whose (pairs, n) arrays read as (heads, sequences, n)."""
+    def view(a: Any) -> Any:
+        if isinstance(a, np.ndarray):
+            return a.reshape(seqs, heads, -1).transpose(1, 0, 2)
+        if isinstance(a, tuple):
+            return tuple(view(b) for b in a)
+        return a
+
+    return dataclasses.replace(x, **{f.name: view(getattr(x, f.name))
+                                     for f in dataclasses.fields(x)})
 
 
 def attention_stats(q: NDArray[Any], k: NDArray[Any], rule: Rule, mask: Mask | None = None,
@@ -242,14 +269,11 @@ def pattern_score(q: NDArray[Any], k: NDArray[Any], rule: Rule, mask: Mask | Non
     (query, key) pairs ÷ all the attention (the number of rows), per sequence, then averaged
     over sequences; pattern is (sequences, n, n). Also its ceiling: the share of rows with at
     least one pattern key, the most any head can score."""
-    task = _task(q, k, [rule], mask, None, None, (q, k), pattern)
-    seqs, heads, n, _ = task.sources[0][0].shape
-    acc = np.zeros((1, heads))
-    blocks = rowstats.plan(mask, n)
-    size = heads * max(b.r1 - b.r0 for b in blocks) * max(b.hi - b.lo for b in blocks)
-    bufs = [np.empty(size, dtype=task.sources[0][0].dtype) for _ in range(3)]
-    rowstats.induction(task, np.arange(heads), blocks, bufs, acc)
-    return acc[0] / seqs, ceiling(pattern)
+    seqs, heads = q.shape[:2]
+    task = _task(q[:0], k[:0], [rule], mask, None, None, (q, k), pattern)
+    acc = np.zeros((1, seqs * heads))
+    rowstats.induction(task, slice(0, seqs * heads), acc)
+    return acc.reshape(seqs, heads).mean(axis=0), ceiling(pattern)
 
 
 def ceiling(pattern: NDArray[np.bool_]) -> float:
