@@ -3,6 +3,7 @@
     HF_HOME=… SDPA_TORCH_PYTHON=… python tests/bench_inspect.py [THREADS [MODEL]]
     SDPA_TORCH_PYTHON=… python tests/bench_inspect.py --gguf FILE.gguf (or a cache name)
     SDPA_TORCH_PYTHON=… python tests/bench_inspect.py --floor [SPEC ...]
+    python tests/bench_inspect.py --long [N]
 
 With --floor (default specs: experiments/inspect/smollm2.yaml and gemma3.yaml): for each
 model, the floor of its `sdpa inspect` run from the model's shapes and this machine's rates
@@ -11,7 +12,8 @@ attention products, exp and a row sum over scores, each storage type's dequantis
 Python's start with NumPy), beside the whole `sdpa inspect` process (--no-plots, CPU and wall
 seconds at --workers 1, wall at --workers 2) and transformers' GGUF forward on the same token
 ids (text and repeated, one thread): floor_ratio is sdpa's CPU seconds ÷ the floor. The
-machine's load (uptime) is printed before and after.
+machine's load (uptime) is printed before and after. With --long: one SmolLM2 sequence of N
+tokens (default 4096), the whole process's CPU and wall seconds and peak RSS.
 
 With --gguf (issue 35): whole processes, one run each, 8 × 128 tokens of the same text:
 `sdpa inspect FILE` (load, tokenise, forward, statistics, no figures) against a Python that
@@ -33,7 +35,7 @@ import os
 import sys
 
 GGUF = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--gguf" else None
-THREADS = sys.argv[1] if len(sys.argv) > 1 and not GGUF and sys.argv[1] != "--floor" else "1"
+THREADS = sys.argv[1] if len(sys.argv) > 1 and not GGUF and sys.argv[1][:2] != "--" else "1"
 MODEL = sys.argv[2] if len(sys.argv) > 2 else "sentence-transformers/all-MiniLM-L6-v2"
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = THREADS  # before NumPy loads
@@ -125,6 +127,11 @@ def main() -> None:
         from bench_inspect_floor import floor_main
 
         floor_main(sys.argv[2:], TORCH_GGUF)
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--long":
+        from bench_inspect_floor import long_main
+
+        long_main(int(sys.argv[2]) if len(sys.argv) > 2 else 4096)
         return
     if GGUF:  # a .gguf file, or a folder or cache name holding one
         where, _ = find(GGUF)

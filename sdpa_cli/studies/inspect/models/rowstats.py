@@ -1,11 +1,10 @@
-"""Per-row attention statistics of a layer, in blocks of query rows: one score product per block.
+"""Per-row attention statistics of a layer, in blocks of query rows: one score product per block."""
 
-A block's raw scores q·kᵀ (heads × rows × keys it can see) are computed once; the raw
-row moments, largest scores and cosine sums come from them, and every rule's softmax is a
-map of them (a normalising rule has its own product, made the same way). Nothing n × n
-outlives a block: what leaves it is a few numbers per row, float64. Each row is summed
-alone along its keys, so a row's numbers do not depend on how rows or heads are grouped.
-"""
+# A block's raw scores q·kᵀ (pairs × rows × the keys its rows see) are computed once; the raw
+# row moments, largest scores and cosine sums come from them, and every rule's softmax is a
+# map of them (a normalising rule has its own product, made the same way). Nothing n × n
+# outlives a block: what leaves it is a few numbers per row, in float64. Each row is summed
+# alone along its keys, so a row's numbers do not depend on how rows or pairs are grouped.
 
 from __future__ import annotations
 
