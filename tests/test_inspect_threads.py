@@ -11,9 +11,10 @@ import pytest
 
 pytest.importorskip("safetensors")
 pytest.importorskip("tokenizers")
-threadpoolctl = pytest.importorskip("threadpoolctl")
+pytest.importorskip("threadpoolctl")
 
 import inspect_fixtures as fx
+import threadpoolctl
 
 from sdpa_cli.cli.entry import run as cli
 from sdpa_cli.studies.inspect.models import common, rowstats
