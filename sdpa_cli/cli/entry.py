@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> None:
     # NumPy loads (the CLI imports it lazily), whatever the environment said.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    # OpenBLAS's idle threads spin about 2^28 cycles after each product before they sleep:
+    # on a busy machine that spinning takes the core the work needs (2^4: sleep at once)
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     process.keep_freed_memory()  # 2 threads were slower than 1 without it (see there)
     for signum in ENDING:  # a signal the parent set to be ignored (nohup) stays ignored
         if signal.getsignal(signum) is signal.SIG_DFL:

@@ -151,8 +151,14 @@ def floor_check(rows: Sequence[Row]) -> Check | None:
                  "floor")
 
 
+def _token(label: str, bos: str | None) -> str:
+    """A token as a sentence names it: the BOS by that name (its text, <bos> or <s>, would
+    read as markup in a page), others quoted."""
+    return "BOS" if bos is not None and label == bos else repr(label)
+
+
 def sink_findings(rows: Sequence[Row], seq_lens: Sequence[int],
-                  first: Mapping[int, Sequence[str]], bos: bool) -> tuple[str, ...]:
+                  first: Mapping[int, Sequence[str]], bos: str | None) -> tuple[str, ...]:
     """Per length, the model's rule: Gu et al.'s sink rate (threshold α_0 per sequence, then
     average) beside the rate of α_0 averaged first, α_0's spread across sequences, the token
     at position 0, and the sink heads' value there beside their later values."""
@@ -167,10 +173,11 @@ def sink_findings(rows: Sequence[Row], seq_lens: Sequence[int],
         spread = [r["first_token_std"] for r in model]
         tokens = first.get(n, [])
         kinds = sorted(set(tokens))
-        held = (f"{kinds[0]!r} in every sequence" if len(kinds) == 1 else
-                f"{len(kinds)} different tokens ({', '.join(repr(t) for t in kinds[:3])}"
+        held = (f"{_token(kinds[0], bos)} in every sequence" if len(kinds) == 1 else
+                f"{len(kinds)} different tokens ("
+                + ", ".join(_token(t, bos) for t in kinds[:3])
                 + (", …" if len(kinds) > 3 else "") + ")")
-        where = "the tokenizer's BOS" if bos else "no BOS: the text's own first token"
+        where = "the tokenizer puts BOS there" if bos else "no BOS: the text's own first token"
         line = (f"n = {n}: Gu et al.'s sink rate (α_0 > {SINK} in each sequence, then the mean) "
                 f"is {rate:.0%} of heads ({once:.0%} with α_0 averaged over sequences first); "
                 f"α_0 varies across sequences by a std of {plain(float(np.median(spread)))} in "
@@ -187,7 +194,8 @@ def sink_findings(rows: Sequence[Row], seq_lens: Sequence[int],
     return tuple(out)
 
 
-def residual_findings(residual: Sequence[Row], seq_lens: Sequence[int]) -> tuple[str, ...]:
+def residual_findings(residual: Sequence[Row], seq_lens: Sequence[int], bos: str | None
+                      ) -> tuple[str, ...]:
     """Massive activations (Sun et al. 2024): the largest residual activation per length,
     where it sits, and how many layers' largest sit at position 0."""
     out = []
@@ -199,7 +207,7 @@ def residual_findings(residual: Sequence[Row], seq_lens: Sequence[int]) -> tuple
         at_first = sum(r["position"] == 0 for r in layers)
         out.append(f"n = {n}: the largest residual activation is {plain(top['largest'])} "
                    f"after layer {top['layer']} (position {top['position']}, token "
-                   f"{top['token']!r}, channel {top['channel']}), "
+                   f"{_token(top['token'], bos)}, channel {top['channel']}), "
                    f"{plain(top['largest'] / max(top['median_abs'], 1e-300))}× that layer's "
                    f"median |h|; {at_first} of {len(layers)} layers have their largest at "
                    "position 0 (table residual).")

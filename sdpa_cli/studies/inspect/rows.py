@@ -148,7 +148,7 @@ SUMMARY_COLUMNS = (
     Column("induction", "ind.", "int", priority=0),
     Column("score_std_raw_median", "raw sd", "f2", priority=0),
     Column("score_std_within_raw_median", "row sd", "f2", priority=1),
-    Column("sink_rate", "sink rate", "pct", priority=1),
+    Column("sink_rate", "sink rate", "f3", priority=1),
     Column("entropy_ratio_median", "H/ln n", "f3", priority=1),
     Column("entropy_bound_median", "floor", "f3", priority=1),
 )

@@ -119,6 +119,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
              + "; token ids of every sequence in results.json (tokens).",
              "Per length and rule, per layer, per head: table.md and results.json.")
     d = got.ckpt.shape[3]
+    bos = got.tok.label(got.tok.prefix[0]) if got.tok.prefix else None
     result = assemble(
         spec, study="inspect", title=f"Attention in {spec.model}",
         table=Table("heads", "Per head and rule", HEAD_COLUMNS, tuple(rows), terminal=False),
@@ -138,9 +139,8 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         findings=(*findings(spec, rows, got.ckpt.shape),
                   *within_findings(rows, spec.seq_len, d), _pattern(spec, rows, picture),
                   *head_findings(rows, spec.seq_len, induction),
-                  *sink_findings(rows, spec.seq_len, _first_tokens(spec, got),
-                                 bool(got.tok.prefix)),
-                  *residual_findings([as_row(r) for r in residual], spec.seq_len),
+                  *sink_findings(rows, spec.seq_len, _first_tokens(spec, got), bos),
+                  *residual_findings([as_row(r) for r in residual], spec.seq_len, bos),
                   *prenorm_findings(rows, spec.seq_len), *bound_findings(rows, spec.seq_len, d)),
         expect=expect(),
     )
