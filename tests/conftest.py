@@ -104,12 +104,12 @@ def write_spec(folder: Path, name: str, text: str) -> Path:
 QUICK_WORK = 10**9
 
 
-def _cheapest_of_each_study(folder: Path = EXPERIMENTS) -> frozenset[str]:
-    """The shipped spec of each registered study that its own cost estimate calls cheapest,
-    if it is quick: the quick tier runs those, the slow tier every shipped spec (a new study's
-    specs are picked up with no list to keep). A study whose declaration is broken has none
-    here: its own contract tests say what is wrong, and every other test still runs."""
-    best: dict[str, tuple[int, str]] = {}
+def _cheapest_of_each_study(folder: Path = EXPERIMENTS) -> dict[str, Path]:
+    """Study → the shipped spec that its own cost estimate calls cheapest, if it is quick: the
+    quick tier runs those, the slow tier every shipped spec (a new study's specs are picked up
+    with no list to keep). A study whose declaration is broken has none here: its own
+    contract tests say what is wrong, and every other test still runs."""
+    best: dict[str, tuple[int, Path]] = {}
     for path in sorted(folder.glob("*/*.yaml")):
         try:
             s = loader.load(path)
@@ -117,11 +117,12 @@ def _cheapest_of_each_study(folder: Path = EXPERIMENTS) -> frozenset[str]:
         except DeclarationError:
             continue
         if work <= QUICK_WORK and (s.study not in best or work < best[s.study][0]):
-            best[s.study] = (work, path.stem)
-    return frozenset(stem for _, stem in best.values())
+            best[s.study] = (work, path)
+    return {study: path for study, (_, path) in best.items()}
 
 
-REPRESENTATIVE = _cheapest_of_each_study()
+QUICK_SPEC = _cheapest_of_each_study()
+REPRESENTATIVE = frozenset(p.stem for p in QUICK_SPEC.values())
 
 
 # The example index of a study whose declaration is broken: its tests fail with its error.

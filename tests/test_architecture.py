@@ -38,8 +38,16 @@ MODULES = _modules()
 
 # The package's root: the program's entry for `python -m`, the Python API, and what every
 # layer shares (errors; process: the Ctrl-C and stdio guards, installed first; registry: the
-# one door to the study packages, for the runner, the report, the CLI and the API).
-ROOT_MODULES = {"__init__", "__main__", "api", "errors", "process", "registry"}
+# one door to the study packages, for the runner, the report, the CLI and the API); and
+# fetch, the one program that downloads (`python -m sdpa_cli.fetch MODEL`, standard library
+# and pip only: no layer imports it).
+ROOT_MODULES = {"__init__", "__main__", "api", "errors", "fetch", "process", "registry"}
+
+
+def test_nothing_imports_the_fetcher() -> None:
+    """sdpa never downloads: the fetcher is a program of its own, run by name."""
+    assert [name for name, imports in GRAPH.items()
+            for m, _ in imports if m == "sdpa_cli.fetch"] == []
 
 # Numerics that one study uses, kept in that study's package (architecture.md says which
 # stayed shared and why); the numerics rules below hold for them too.

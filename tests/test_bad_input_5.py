@@ -362,7 +362,7 @@ def test_compare_prints_no_escape_from_a_tampered_results_file(sdpa, workdir, ru
     got = sdpa("compare", "R", "R2", "--format", fmt)
     assert "Traceback" not in got.err
     assert _raw_control(got.err) == [] and _raw_control(got.out) == []
-    assert "\\x1b" in got.err  # shown, escaped, where it was
+    assert "\\x1b" in got.out  # shown, escaped, in the result (the summary or the document)
 
 
 def test_compare_names_folders_and_files_escaped(sdpa, workdir, runs):
@@ -372,11 +372,11 @@ def test_compare_names_folders_and_files_escaped(sdpa, workdir, runs):
         shutil.copytree(runs / "R", workdir / side / ("x" + ESC))
     shutil.copytree(runs / "R", workdir / "B2" / "y")
     got = sdpa("compare", "B1", "B2")
-    assert _raw_control(got.err) == [] and "x\\x1b]0;pwned\\x07" in got.err
+    assert _raw_control(got.out) == [] and "x\\x1b]0;pwned\\x07" in got.out
     (workdir / "B2" / ("x" + ESC) / ("z" + ESC)).write_text("x", encoding="utf-8")
     got = sdpa("compare", "B1/x" + ESC, "B2/x" + ESC, "--exact")
-    assert got.code == 1 and _raw_control(got.err) == []
-    assert "only in B2/x\\x1b]0;pwned\\x07: z\\x1b]0;pwned\\x07" in got.err
+    assert got.code == 1 and _raw_control(got.out) == []
+    assert "only in B2/x\\x1b]0;pwned\\x07: z\\x1b]0;pwned\\x07" in got.out
     got = sdpa("compare", "B1/x" + ESC, "B2/x" + ESC, "--exact", "--format", "markdown")
     assert _raw_control(got.out) == [] and "z\\x1b]0;pwned\\x07" in got.out
 
@@ -387,7 +387,7 @@ def test_a_title_that_looks_like_rich_markup_is_printed_as_written(sdpa, workdir
                                     encoding="utf-8")
     got = sdpa("variance", "s.yaml", "--no-plots", "--no-write")
     assert got.code == 0 and "internal error" not in got.err
-    assert "[/x] and [link=http://evil]click[/link]" in got.err
+    assert "[/x] and [link=http://evil]click[/link]" in got.out
 
 
 def test_the_console_escapes_what_it_is_given_and_keeps_its_own_styles():

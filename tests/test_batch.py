@@ -37,7 +37,7 @@ def test_keeps_going_and_reports_every_spec(sdpa, workdir, specs):
     for name in ("a-ok", "b-failing", "c-ok"):
         assert (workdir / "outputs" / name / "results.json").is_file()
     assert _status(workdir, "b-failing")["passed"] is False
-    assert "failed b-failing" in r.err
+    assert "failed b-failing" in r.out
     assert (workdir / "outputs" / "index.md").is_file()
     assert (workdir / "outputs" / "report.html").is_file()
 
@@ -46,7 +46,7 @@ def test_check_makes_failures_fatal_after_running_everything(sdpa, workdir, spec
     r = sdpa("run", str(specs), "--no-plots", "--check")
     assert r.code == 1
     assert (workdir / "outputs" / "c-ok" / "results.json").is_file()  # ran after the failure
-    assert re.search(r"failed b-failing: d=4 none: variance z", r.err)
+    assert re.search(r"failed b-failing: d=4 none: variance z", r.out)
 
 
 def test_fail_fast_stops_at_the_first_failure(sdpa, workdir, specs):
@@ -77,7 +77,7 @@ def test_an_error_in_one_spec_does_not_stop_the_others(sdpa, workdir, specs, mon
                         lambda name: flaky_variance if name == "variance" else real(name))
     r = sdpa("run", str(specs), "--no-plots")
     assert r.code == 1
-    assert "error  a-ok: internal error: RuntimeError: disk on fire" in r.err
+    assert "error  a-ok: internal error: RuntimeError: disk on fire" in r.out
     assert (workdir / "outputs" / "c-ok" / "results.json").is_file()
     html = (workdir / "outputs" / "report.html").read_text()
     assert "disk on fire" in html
@@ -108,7 +108,7 @@ def test_missing_path_is_bad_usage(sdpa, workdir):
 
 def test_validate_runs_nothing(sdpa, workdir, specs):
     r = sdpa("validate", str(specs))
-    assert r.code == 0 and "3 spec(s) valid" in r.err
+    assert r.code == 0 and "3 spec(s) valid" in r.out
     assert not (workdir / "outputs").exists()
     write_spec(specs, "bad.yaml", "study: variance\nstd: -1\n")
     r = sdpa("validate", str(specs))

@@ -106,7 +106,8 @@ def test_the_test_sessions_fixtures_go_on_and_the_contract_is_per_study(broken, 
         (shipped / study).mkdir(parents=True)
         write_spec(shipped / study, f"{study}-spec.yaml", text)
     # conftest picks each study's cheapest shipped spec at import: a broken one is skipped
-    assert conftest._cheapest_of_each_study(shipped) == {"variance-spec"}
+    assert conftest._cheapest_of_each_study(shipped) == {
+        "variance": shipped / "variance" / "variance-spec.yaml"}
     cases = {p.values for p in conftest.study_examples()}
     assert ("tiny", conftest.BROKEN) in cases
     assert {("variance", 0), ("variance", 1)} <= cases

@@ -16,7 +16,7 @@ FAST = ("--trials", "60", "--seed", "3")
 def test_the_documents_demo_from_flags(sdpa, workdir):
     r = sdpa("softmax-sweep", *DEMO)
     assert r.code == 0, r.err
-    assert r.out == "" and "max weight" in r.err
+    assert r.err == "" and "max weight" in r.out  # the result: stdout
     folder = workdir / "outputs" / "softmax-sweep"
     for name in ("results.json", "table.csv", "table.md", "spec.yaml", "manifest.json",
                  "weights_by_scale.png"):
@@ -157,7 +157,7 @@ def test_a_failed_score_check_exits_1_only_with_check(sdpa, workdir):
     args = ("softmax-sweep", "--dims", "16", "--keys", "4", "--trials", "500", "--seed", "1",
             "--se-tolerance", "0.0001", "--no-plots")
     r = sdpa(*args, "--check")
-    assert r.code == 1 and "FAIL d=16 n=4 q·k" in r.err
+    assert r.code == 1 and "FAIL d=16 n=4 q·k" in r.out
     assert sdpa(*args, "-q").code == 0
 
 

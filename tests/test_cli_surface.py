@@ -65,18 +65,18 @@ def test_a_local_file_with_that_name_still_wins_when_given_as_a_path(sdpa, workd
 def test_wide_shows_every_column_and_narrow_names_the_rest(sdpa, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     narrow = sdpa("variance", *SMALL)
-    assert "not shown: mean, kurtosis, theory kurt." in narrow.err
-    assert all(len(line) <= 80 for line in narrow.err.splitlines() if line[:1] in "┏┃│└")
+    assert "not shown: mean, kurtosis, theory kurt." in narrow.out
+    assert all(len(line) <= 80 for line in narrow.out.splitlines() if line[:1] in "┏┃│└")
     wide = sdpa("variance", *SMALL, "--wide")
-    header = next(line for line in wide.err.splitlines() if line.startswith("┃"))
+    header = next(line for line in wide.out.splitlines() if line.startswith("┃"))
     for column in ("mean", "kurtosis", "theory kurt."):
         assert column in header
-    assert "not shown" not in wide.err
+    assert "not shown" not in wide.out
 
 
 def test_findings_follow_the_data(sdpa):
     r = sdpa("variance", *SMALL)
-    found = [line for line in r.err.splitlines() if line.startswith("found:")]
+    found = [line for line in r.out.splitlines() if line.startswith("found:")]
     assert found[0].startswith("found: raw q·k: the variance grows like d")
     assert "stays flat" in found[1]
     assert sdpa("variance", *SMALL, "--format", "json").json()["findings"] == [
@@ -85,9 +85,9 @@ def test_findings_follow_the_data(sdpa):
 
 def test_plain_words_by_default_exact_forms_under_explain(sdpa):
     plain = sdpa("variance", *SMALL)
-    assert "expect:" in plain.err and "theory:" not in plain.err
+    assert "expect:" in plain.out and "theory:" not in plain.out
     explained = sdpa("variance", *SMALL, "--explain")
-    assert "theory:" in explained.err and "variance-gamma" in explained.err
+    assert "theory:" in explained.out and "variance-gamma" in explained.out
 
 
 def test_quiet_batch_names_each_failed_spec_in_one_line(sdpa, workdir):
@@ -109,15 +109,15 @@ def test_quiet_batch_names_each_failed_spec_in_one_line(sdpa, workdir):
 ])
 def test_saturation_studies_speak_plainly_first(sdpa, args, first):
     r = sdpa(*args, "--seed", "1", "--no-plots")
-    expect = [line for line in r.err.splitlines() if line.startswith("expect:")]
+    expect = [line for line in r.out.splitlines() if line.startswith("expect:")]
     assert expect and expect[0].startswith(f"expect: {first}")
-    assert "secular equation" not in r.err  # jargon only under --explain
-    assert "secular equation" in sdpa(*args, "--seed", "1", "--no-plots", "--explain").err \
+    assert "secular equation" not in r.out  # jargon only under --explain
+    assert "secular equation" in sdpa(*args, "--seed", "1", "--no-plots", "--explain").out \
         or args[0] == "softmax-sweep"
 
 
 def _found(r) -> list[str]:
-    return [line.removeprefix("found: ") for line in r.err.splitlines()
+    return [line.removeprefix("found: ") for line in r.out.splitlines()
             if line.startswith("found:")]
 
 
@@ -156,3 +156,13 @@ def test_saturation_findings_are_decided_by_the_data(sdpa):
     (peak,) = r.json()["findings"]
     assert peak.startswith("n = 16: ‖J‖_F peaks at s* = ") and "± " in peak
     assert peak.endswith(f"falls on both sides (√(2 ln n) = {np.sqrt(2 * np.log(16)):.2f}).")
+
+
+@pytest.mark.parametrize("typed,meant", [("varience", "variance"), ("inspct", "inspect"),
+                                         ("compair", "compare")])
+def test_a_misspelled_command_gets_a_did_you_mean(sdpa, typed, meant):
+    r = sdpa(typed)
+    assert r.code == 2 and r.out == ""
+    assert r.err.strip() == (f"sdpa: No such command {typed!r} (did you mean {meant!r}?); "
+                             "`sdpa --help` lists them.")
+    assert sdpa("xyzzy").err.strip() == "sdpa: No such command 'xyzzy'."  # nothing near it

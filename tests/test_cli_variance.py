@@ -16,8 +16,8 @@ ROW_FIELDS = {"dim", "scaling", "factor", "pairs", "mean", "variance", "std", "t
 def test_the_first_command_a_user_types(sdpa, workdir):
     r = sdpa("variance", "--dims", "3", "100", "1000")
     assert r.code == 0, r.err
-    assert r.out == ""  # human output goes to stderr
-    assert "q·k by dimension and scaling" in r.err
+    assert r.err == ""  # the result goes to stdout, as pytest's and git's do
+    assert "q·k by dimension and scaling" in r.out
     folder = workdir / "outputs" / "variance"
     for name in ("results.json", "table.csv", "table.md", "spec.yaml", "manifest.json",
                  "histograms.png", "variance_vs_dim.png"):
@@ -96,7 +96,7 @@ def test_check_fails_with_exit_1_but_still_writes(sdpa, workdir):
     r = sdpa("variance", "--dims", "5", "--pairs", "200", "--seed", "1", "--se-tolerance",
              "0.01", "--check", "--no-plots")
     assert r.code == 1
-    assert "FAIL" in r.err
+    assert "FAIL" in r.out
     assert json.loads((workdir / "outputs/variance/results.json").read_text())["passed"] is False
     r = sdpa("variance", "--dims", "5", "--pairs", "200", "--seed", "1", "--se-tolerance",
              "0.01", "--no-plots", "-q")
@@ -168,3 +168,16 @@ def test_module_entry_point_and_version():
 def test_help_shows_a_runnable_example(sdpa):
     r = sdpa("variance", "--help")
     assert r.code == 0 and "sdpa variance --dims 3 100 1000" in r.out
+
+
+def test_running_again_says_which_run_it_replaced(sdpa, workdir, monkeypatch):
+    args = ("variance", "--dims", "3", "--pairs", "50", "--seed", "11")
+    monkeypatch.setattr("sys.argv", ["/venv/bin/sdpa", *args])  # as the manifest records it
+    first = sdpa(*args)
+    assert first.code == 0 and "replaced" not in first.out
+    again = sdpa("variance", "--dims", "3", "5", "--pairs", "50", "--seed", "12", "--no-plots")
+    assert again.code == 0
+    said = " ".join(again.out.split())
+    assert ("replaced the earlier run in outputs/variance/: sdpa variance --dims 3 --pairs 50 "
+            "--seed 11 (") in said
+    assert "seed 11, passed, 2 figures)" in said

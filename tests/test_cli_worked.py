@@ -50,12 +50,12 @@ def test_list_names_describes_and_sources_every_example(sdpa):
 def test_run_by_name(sdpa, workdir):
     r = sdpa("worked-example", "money-bank-grows")
     assert r.code == 0, r.err
-    assert r.out == ""  # people read stderr
+    assert r.err == ""  # the result is the command's product: stdout
     for text in ("stated vectors versus embeddings · weights", "scores QKᵀ",
                  "2×1 + 1×0 + 3×2 = 8", "softmax weights, row by row",
                  "audit: 8 errors of its own, 1 inconsistency", "inconsistent",
                  "Detailed Softmax Comparison, Original Matrix"):
-        assert text in r.err, text
+        assert text in r.out, text
     folder = workdir / "outputs" / "money-bank-grows"
     for name in ("results.json", "table.csv", "table.md", "spec.yaml", "manifest.json",
                  "weights.png"):
@@ -96,9 +96,12 @@ def test_all_as_one_json_document(sdpa, workdir):
         assert (workdir / "outputs" / example["name"] / "results.json").is_file()
     numbers = [a for e in doc["examples"] for a in e["audit"] if a["kind"] == "number"]
     found = sum(a["status"] == "mismatch" for a in numbers)
-    # every finding still reported: root errors first, then how many match
-    assert found > 0 and f"{len(numbers) - found} of {len(numbers)} match" in r.err
-    assert "errors of their own" in r.err
+    assert r.err == ""  # the document replaces the summary; nothing failed to say
+    # for people (no --format): every finding still reported, root errors first, then how
+    # many match
+    r = sdpa("worked-example", "--all", "--no-plots", "--no-write")
+    assert found > 0 and f"{len(numbers) - found} of {len(numbers)} match" in r.out
+    assert "errors of their own" in r.out
 
 
 def test_all_into_one_folder_and_as_csv(sdpa, workdir):
@@ -119,7 +122,7 @@ def test_all_check_fails_when_a_local_example_disagrees(sdpa, workdir):
     assert r.code == 1
     doc = json.loads(r.out)
     assert len(doc["examples"]) == len(SHIPPED) + 1 and doc["passed"] is False
-    assert "FAIL mine: audit" in r.err
+    assert "sdpa: mine: FAIL audit" in r.err  # beside the document, one line
     assert sdpa("worked-example", "mine", "--no-plots", "-q", "--check").code == 1
 
 
@@ -128,7 +131,7 @@ def test_user_spec_check(sdpa, workdir):
     # softmax((8, 5)/√3) = (0.8477, 0.1523): the printed 0.90 and 0.10 are wrong.
     r = sdpa("worked-example", str(path), "--check", "--no-plots")
     assert r.code == 1
-    assert "FAIL audit: 2 unaccepted mismatch(es)" in r.err
+    assert "FAIL audit: 2 unaccepted mismatch(es)" in r.out
     assert (workdir / "outputs" / "my-notes" / "results.json").is_file()  # still written
     assert sdpa("worked-example", str(path), "--no-plots", "-q").code == 0  # no --check
     accepted = notes(workdir, ', accepted: "slide 4 rounds wrongly"')
@@ -148,10 +151,10 @@ def test_stale_acceptance_fails_the_check(sdpa, workdir):
 def test_expand_flag_and_spec_field(sdpa, workdir):
     path = notes(workdir)
     r = sdpa("worked-example", str(path), "--no-plots")
-    assert "with expand, every entry is shown" in r.err and "2×1 + 1×0 + 3×2 = 8" not in r.err
+    assert "with expand, every entry is shown" in r.out and "2×1 + 1×0 + 3×2 = 8" not in r.out
     r = sdpa("worked-example", str(path), "--no-plots", "--expand")
-    assert "q_a·k_a = 2×1 + 1×0 + 3×2 = 8" in r.err
-    assert "q_b·k_b = 1×2 + 0×1 + 1×0 = 2" in r.err
+    assert "q_a·k_a = 2×1 + 1×0 + 3×2 = 8" in r.out
+    assert "q_b·k_b = 1×2 + 0×1 + 1×0 = 2" in r.out
 
 
 def test_results_are_identical_run_to_run(sdpa, workdir):
@@ -227,12 +230,12 @@ def test_usage_errors_are_one_line_and_exit_2(sdpa, args, needle):
 def test_terminal_report_stays_readable(sdpa):
     r = sdpa("worked-example", "visual-summary", "--no-plots")
     # The long-format table goes to the files; the terminal says where.
-    assert "Every computed entry (long format): 28 rows in table.csv" in r.err
+    assert "Every computed entry (long format): 28 rows in table.csv" in r.out
     # A note shared by a printed row is said once, under the row's root error, which names
     # the row and its printed and computed values together.
-    assert r.err.count("the printed weights sum to 1.11; no softmax output can") == 1
+    assert r.out.count("the printed weights sum to 1.11; no softmax output can") == 1
     assert re.search(r"own +With Scaling, After Softmax: weights printed 0\.12 0\.32 0\.47 "
-                     r"0\.20", r.err)
+                     r"0\.20", r.out)
 
 
 def test_overflowing_exp_tables_are_null_never_nan(sdpa, workdir):
@@ -241,7 +244,7 @@ def test_overflowing_exp_tables_are_null_never_nan(sdpa, workdir):
             "  - {where: x, quantity: 'exp_scores[0][0]', value: 1}\n")
     r = sdpa("worked-example", str(write_spec(workdir, "big.yaml", text)), "--format", "json",
              "--no-plots")
-    assert r.code == 0 and "overflow" in r.err
+    assert r.code == 0 and "FAIL audit" in r.err  # beside the document, one line
     doc = json.loads(r.out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert doc["parts"]["big"]["steps"]["exp_scores"] == [[None, 1.0]]
     assert doc["steps"]["weights"][0] == pytest.approx([1.0, 0.0])

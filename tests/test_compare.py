@@ -73,7 +73,7 @@ def test_a_deterministic_difference_fails(sdpa, workdir):
     assert sdpa("compare", "w1", "w1").code == 0
     r = sdpa("compare", "w1", "w2")
     assert r.code == 1
-    assert "differs ✗" in r.err
+    assert "differs ✗" in r.out
 
 
 def test_batches_exact_mode_and_bad_input(sdpa, workdir):
@@ -88,10 +88,10 @@ def test_batches_exact_mode_and_bad_input(sdpa, workdir):
     csv = workdir / "b2" / "a" / "table.csv"
     csv.write_bytes(csv.read_bytes() + b"\n")
     r = sdpa("compare", "b1", "b2", "--exact")
-    assert r.code == 1 and "differs: a/table.csv" in r.err
+    assert r.code == 1 and "differs: a/table.csv" in r.out
     shutil.rmtree(workdir / "b2" / "b")
     r = sdpa("compare", "b1", "b2")
-    assert r.code == 1 and "only in b1: b" in r.err
+    assert r.code == 1 and "only in b1: b" in r.out
     assert sdpa("compare", "b1", "nowhere").code == 2
     r = sdpa("compare", "b1", "b1/a")
     assert r.code == 2 and "not one of each" in r.err
@@ -126,3 +126,26 @@ def test_rows_named_by_nothing_stable_are_paired_by_position(tmp_path):
     assert run["problems"] == []
     x = [q for q in run["quantities"] if q["field"] == "x"]
     assert [(q["a"], q["b"]) for q in x] == [(1.0, 1.05), (2.0, 2.05)]
+
+
+def test_the_summary_names_a_few_differing_parameters_in_one_screen(sdpa, workdir,
+                                                                      monkeypatch):
+    """A run from flags against a shipped spec differed in its claims and documented
+    numbers: the summary printed them as one line of 4,000 characters of Python reprs."""
+    claims = [{"where": f"w{i}", "claim": "x" * 200, "tests": [], "untested": "no"}
+              for i in range(6)]
+    rows = [{"dim": d, "variance": float(d), "se": 0.1} for d in range(30)]
+    _fake_run(workdir / "a", rows, spec={"seed": 1, "bins": 50})
+    _fake_run(workdir / "b", [{**r, "variance": r["variance"] + 5.0} for r in rows],
+              spec={"seed": 2, "bins": 40, "claims": claims, "title": "t" * 300,
+                    "documented": [{"where": "x", "value": i} for i in range(12)]})
+    monkeypatch.setenv("COLUMNS", "80")
+    r = sdpa("compare", "a", "b")
+    assert r.code == 1
+    lines = r.out.splitlines()
+    assert len(lines) <= 24 and max(map(len, lines)) <= 80
+    said = " ".join(r.out.split())
+    # the study's own fields first, then the spec's bookkeeping; lists by their size
+    assert ("parameters differ (5): bins 50 → 40; claims — → [6 items]; documented — → "
+            "[12 items]; seed 1 → 2; and 1 more (title)") in said
+    assert "… and 22 more that differ (--format json or markdown lists every quantity)" in said

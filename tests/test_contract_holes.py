@@ -8,6 +8,7 @@ from __future__ import annotations
 import contract
 import pytest
 import recipe
+import test_docs
 
 
 @pytest.fixture
@@ -98,3 +99,53 @@ def test_unseeded_draws_are_blamed_on_the_seed_not_the_executor(tiny):
         said = _caught(check, "two runs of the same spec and seed differ",
                        "a draw is not seeded from the spec")
         assert "executor" not in said.split(":")[1]
+
+
+# --- the study checks, each a rule a contributor once found only through the whole quick tier
+
+
+def _study_caught(check, *words: str) -> str:
+    with pytest.raises(AssertionError) as e:
+        check("tiny")
+    said = str(e.value)
+    for word in words:
+        assert word in said, said
+    return said
+
+
+def test_the_unplanted_recipe_keeps_every_study_check_but_its_listing(tiny):
+    for check in contract.STUDY_CHECKS:
+        if check is not contract.check_the_pages_list_it:
+            check("tiny")
+    if "| `sdpa tiny` |" in test_docs.README.read_text(encoding="utf-8"):
+        contract.check_the_pages_list_it("tiny")  # a copy where the recipe's step ran
+    else:  # the pages were not regenerated for the planted study: the check says how
+        _study_caught(contract.check_the_pages_list_it, "README.md's region `study_table()` "
+                      "is stale", "write it with `python tests/generate.py`")
+
+
+def test_a_default_on_its_page_is_listed_as_an_input(tiny):
+    _plant(tiny, "tiny.md", "<!-- inputs: 4.0 -->\n", "")
+    _study_caught(contract.check_its_page_prints_no_bare_number, "tiny.md prints 4.0",
+                  "<!-- inputs: 4.0 -->")
+
+
+def test_a_stale_schema_names_the_generate_command(tiny):
+    path = tiny / "results.schema.json"  # as before a field was added to the row type
+    path.write_text(path.read_text().replace('"mean_se"', '"se"'))
+    _study_caught(contract.check_its_schema_is_current, "results.schema.json in its package "
+                  "is stale", "`python tests/generate.py`")
+
+
+def test_a_field_whose_flag_every_command_has_is_named_with_the_fix(tiny):
+    _plant(tiny, "spec.py", "    se_tolerance: SeTolerance = 4.0\n",
+           "    se_tolerance: SeTolerance = 4.0\n"
+           "    out: Int = Field(1, description='How many draws go out.')\n")
+    _study_caught(contract.check_its_flags_are_its_own, "--out is the flag of",
+                  "flags={'out': Flag(name=...)}")
+
+
+def test_an_example_that_costs_too_much_is_named_as_dominating(tiny):
+    _plant(tiny, "__init__.py", '{"sizes": [200_000]}', '{"sizes": [100_000_000]}')
+    _study_caught(contract.check_its_share_of_the_quick_tier_is_small,
+                  "examples[1] dominates", "more than 2 s", "the default rate")

@@ -12,14 +12,22 @@ Outside those regions, code and comments, a page may not print a measured-lookin
 decimal, a percentage, a ratio ×, a duration, a power of ten) unless its `<!-- inputs: … -->`
 comment lists it as an input or a definition (a default, a threshold, a target). The quick tier
 checks that; the slow tier reruns. `python tests/test_docs.py --write [PAGE …]` rewrites every
-region from fresh runs."""
+region from fresh runs.
+
+The regions that follow from the registry and the shipped specs alone (FROM_REGISTRY: the
+tables of studies, the batch estimate) need no run: the quick tier compares them, and
+`python tests/generate.py` (the adding-a-study recipe's step) writes them."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import io
 import math
 import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -52,6 +60,16 @@ MEASURED = re.compile(
     r"(?<![\w.^/-])(?:\d+(?:\.\d+)?\s?(?:%|×|ms\b|s\b|min\b|[kMG]B\b)|\d+\.\d+|\d+·10\S*)")
 
 
+# Per page, the regions that list what the registry and the shipped specs hold, with no run:
+# a new study or spec changes them, so the quick tier compares them (about a second) and
+# `python tests/generate.py` writes them.
+FROM_REGISTRY = {
+    "README.md": ("study_table()",),
+    "commands.md": ("study_commands()",),
+    "timing.md": ("python tests/bench_timing.py --estimate",),
+}
+
+
 def name(page: Path) -> str:
     return page.name if page != README else "README.md"
 
@@ -76,6 +94,24 @@ def run(command: str) -> str:
     assert done.returncode == 0, done.stderr
     text = done.stdout + done.stderr
     return "\n".join(line.rstrip() for line in text.rstrip().split("\n")) + "\n"
+
+
+def run_here(command: str) -> str:
+    """What `python tests/SCRIPT.py ARGS` prints, as run() gives it, run in this process (no
+    interpreter to start and nothing to import again): for a command that runs no study."""
+    argv = shlex.split(command)
+    assert argv[0] == "python" and argv[1].startswith("tests/"), command
+    out = io.StringIO()
+    saved_argv, saved_env = sys.argv, dict(os.environ)
+    try:
+        sys.argv = [str(ROOT / argv[1]), *argv[2:]]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            runpy.run_path(str(ROOT / argv[1]), run_name="__main__")
+    finally:  # the script may set variables for itself (HF_HOME)
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return "\n".join(line.rstrip() for line in out.getvalue().rstrip().split("\n")) + "\n"
 
 
 def generate(code: str) -> str:
@@ -157,9 +193,39 @@ def test_every_gen_region_is_one_expression_over_docgen_names(page):
         assert not unknown, f"{name(page)}: {code!r} uses {unknown}"
 
 
+def from_registry(page: str) -> list[tuple[str, str, str]]:
+    """(kind, code, the text kept) of the page's FROM_REGISTRY regions, each found once."""
+    wanted = FROM_REGISTRY[page]
+    found = [(kind, code, kept) for kind, code, kept, _ in regions(BY_NAME[page])
+             if code in wanted]
+    assert sorted(code for _, code, _ in found) == sorted(wanted), \
+        f"{page}: regions {wanted} expected once each, found {[c for _, c, _ in found]}"
+    return found
+
+
+def fresh(kind: str, code: str) -> str:
+    """A FROM_REGISTRY region's text now (no study runs); the estimate loads every shipped
+    spec, so it is made once per set of registered studies (a test may plant one)."""
+    return _fresh(kind, code, tuple(registry.NAMES))
+
+
+@functools.cache
+def _fresh(kind: str, code: str, studies: tuple[str, ...]) -> str:
+    return generate(code) if kind == "gen" else run_here(code)
+
+
+@pytest.mark.parametrize("page", list(FROM_REGISTRY))
+def test_the_regions_the_registry_fills_are_current(page):
+    # a new study or shipped spec changes these: stale, they fail here in the quick tier
+    # (milliseconds; the estimate about a second), not three pages later in CI
+    for kind, code, kept in from_registry(page):
+        assert fresh(kind, code) == kept, f"{page}: the region `{code}` is stale: write it " \
+            "with `python tests/generate.py`"
+
+
 def test_the_readmes_study_table_is_generated_from_the_registry():
-    # not a list to keep by hand: the slow tier reruns the region, so a new study joins the
-    # table when the README is regenerated, with its registry line and its own page
+    # not a list to keep by hand: a new study joins the table when `python tests/generate.py`
+    # writes the region, with its registry line and its own page
     assert ("gen", "study_table()") in [(kind, code) for kind, code, _, _ in regions(README)]
     table = docgen.study_table()
     for name in registry.NAMES:
@@ -179,8 +245,8 @@ def test_sdpa_help_commands_lists_every_command():
     from sdpa_cli.studies import STUDIES
 
     text = (ROOT / "sdpa_cli" / "docs" / "commands.md").read_text(encoding="utf-8")
-    # the studies' rows are a region the registry fills (a new study needs no edit here; the
-    # slow tier reruns it, so a stale region fails there); the tools are listed by hand
+    # the studies' rows are a region the registry fills (`python tests/generate.py` writes
+    # it; stale, it fails the quick tier); the tools are listed by hand
     assert "<!-- gen: study_commands() -->" in text
     tools, studies = text.split("<!-- gen: study_commands() -->")[1].split("<!-- /gen -->", 1)[1], \
         text.split("<!-- gen: study_commands() -->")[1].split("<!-- /gen -->", 1)[0]
@@ -202,9 +268,10 @@ def test_number_comparison_within_a_spread():
 
 
 def test_sdpa_help_renders_every_page_at_80_columns_and_loses_no_word():
-    """Each topic page as `sdpa help` prints it into a pipe: no comment, no line over 80
-    columns outside code blocks (kept verbatim), tables fitted or folded into records
-    without cutting a word, and every word of the page there (link targets aside)."""
+    """Each topic page as `sdpa help` prints it into a pipe: no comment (but those a page's
+    code shows), no line over 80 columns outside code blocks (kept verbatim), tables fitted
+    or folded into records without cutting a word, and every word of the page there (link
+    targets aside)."""
     from rich.cells import cell_len
 
     from sdpa_cli.io.topics import plain
@@ -212,7 +279,9 @@ def test_sdpa_help_renders_every_page_at_80_columns_and_loses_no_word():
     for page in PAGES[1:]:
         raw = page.read_text(encoding="utf-8")
         shown = plain(raw, 80)
-        assert "<!--" not in shown and "```" not in shown, name(page)
+        in_code = sum(m.group(0).count("<!--")
+                      for m in re.finditer(r"```.*?```|`[^`\n]*`", raw, re.S))
+        assert shown.count("<!--") == in_code and "```" not in shown, name(page)
         verbatim = {line.strip() for line in raw.splitlines()}  # code, as written
         for line in shown.splitlines():
             assert cell_len(line) <= 80 or line.strip() in verbatim, f"{name(page)}: {line!r}"
@@ -232,8 +301,8 @@ def test_every_region_is_what_its_command_gives_now(page, i):
                     "reruns these regions in its real-model step")
     for model, name in (("smollm2", SMOLLM2), ("gemma3", GEMMA3)):
         if model in code.lower() and not _cached(name):
-            pytest.skip(f"{name} is not in the Hugging Face cache (HF_HOME; "
-                        f"tests/fetch_gguf.py {model}); .ci/run reruns it in its real-model step")
+            pytest.skip(f"{name} is not in the Hugging Face cache (HF_HOME; python -m "
+                        f"sdpa_cli.fetch {model}); .ci/run reruns it in its real-model step")
     if kind == "output":
         assert run(code) == kept, f"{page}: stale block: {code}"
     elif kind == "machine":
@@ -257,13 +326,26 @@ def _cached(name: str) -> bool:
     return find(name)[0] is not None
 
 
-def write(page: Path) -> None:
-    text = page.read_text(encoding="utf-8")
-    text = OUTPUT.sub(lambda m: f"<!-- {m['kind']}: {m['cmd']} -->\n```\n{run(m['cmd'])}```\n",
-                      text)
-    text = GEN.sub(lambda m: m.group(0)[: m.start("out") - m.start()] + generate(m["code"])
-                   + "<!-- /gen -->", text)
-    page.write_text(text, encoding="utf-8")
+def write(page: Path, only: tuple[str, ...] | None = None) -> bool:
+    """Every region of the page from fresh runs, or only those whose command or code is in
+    `only` (FROM_REGISTRY's, by fresh()); True when the page changed."""
+    before = page.read_text(encoding="utf-8")
+
+    def output(m: re.Match[str]) -> str:
+        if only is not None and m["cmd"] not in only:
+            return m.group(0)
+        text = run_here(m["cmd"]) if only is not None else run(m["cmd"])
+        return f"<!-- {m['kind']}: {m['cmd']} -->\n```\n{text}```\n"
+
+    def gen(m: re.Match[str]) -> str:
+        if only is not None and m["code"].strip() not in only:
+            return m.group(0)
+        return m.group(0)[: m.start("out") - m.start()] + generate(m["code"]) + "<!-- /gen -->"
+
+    text = GEN.sub(gen, OUTPUT.sub(output, before))
+    if text != before:
+        page.write_text(text, encoding="utf-8")
+    return text != before
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--write"]:

@@ -20,10 +20,22 @@ SLOW_TO_DRAW = ["--dims", *[str(d) for d in range(2, 42)], "--pairs", "300", "--
 SLOW_TO_COMPUTE = ["--dims", "4096", "--pairs", "3000000", "--no-plots", "--workers", "2"]
 
 
+# The signals these tests send. sdpa keeps a signal its parent ignored ignored (nohup, a
+# background job: that is what the user asked), so each child starts with them at their
+# default, whatever the disposition the test run itself inherited.
+SENT = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1)
+
+
+def default_signals() -> None:
+    """In the child, before it runs Python: the signals the tests send at their default."""
+    for signum in SENT:
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _sdpa(cwd: Path, *args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sdpa_cli", "variance", *args],
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **kw)
+                            preexec_fn=default_signals, **kw)
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str]:
@@ -151,6 +163,27 @@ def test_a_hang_up_or_another_ending_signal_cleans_up_as_sigterm_does(tmp_path, 
     assert err.strip().splitlines()[-1] == said and "Traceback" not in err
     assert _snapshot(folder) == before
     assert _temps(tmp_path, "run") == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_a_signal_the_parent_ignored_stays_ignored(tmp_path, previous, signum):
+    """nohup (SIGHUP) and a shell's background job (SIGINT) start sdpa with the signal
+    ignored: it runs to the end, exit 0, as the user asked."""
+    folder, before = previous
+
+    def ignore() -> None:
+        default_signals()
+        signal.signal(signum, signal.SIG_IGN)
+
+    proc = subprocess.Popen([sys.executable, "-m", "sdpa_cli", "variance", *SLOW_TO_DRAW,
+                             "--seed", "2", "--out", "run", "-q"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ignore)
+    _wait_for_temp(tmp_path, proc)
+    proc.send_signal(signum)
+    code, err = _finish(proc)
+    assert code == 0, err
+    assert _snapshot(folder) != before and _temps(tmp_path, "run") == []
 
 
 def test_full_disk_is_exit_1_and_keeps_the_previous_folder(sdpa, workdir, monkeypatch):

@@ -281,3 +281,65 @@ def test_a_deep_models_entropy_figure_keeps_every_text_on_its_canvas() -> None:
                                 {"n": [32, 128], "series": dict(list(series.items())[:6]),
                                  "where": "m, d_k = 32"}))
     assert few.axes[0].get_legend() is not None
+
+
+def test_variance_bars_title_and_caption_name_the_same_multiple_of_se(tmp_path: Path) -> None:
+    """The bars are ± se_tolerance standard errors (the check's own reach); the title said
+    "± 4 se" while the caption said "±se bars"."""
+    for k in (4, 2.5):
+        path = tmp_path / "s.yaml"
+        path.write_text(f"study: variance\ndims: [3, 100]\npairs: 400\nseed: 1\n"
+                        f"se_tolerance: {k}\n", encoding="utf-8")
+        result = registry.get("variance").run(specs.load(path), SERIAL)
+        (fig,) = [f for f in result.figures if f.name == "variance_vs_dim"]
+        row = result.rows[0]
+        assert (row["ci_high"] - row["variance"]) / row["se"] == pytest.approx(k)  # drawn
+        assert f"± {k:g} se" in fig.title and f"± {k:g} se" in fig.caption
+        assert "±se" not in fig.caption
+
+
+def _pooled(layers: int) -> MplFigure:
+    """Pooled scores of `layers` layers, each with a spike of clipped scores at -10."""
+    import numpy as np
+
+    from sdpa_cli.framework.result import Figure
+    from sdpa_cli.studies.inspect.figures import draw_pooled
+
+    edges = np.linspace(-10.0, 10.0, 101)
+    mids = (edges[:-1] + edges[1:]) / 2
+    counts = {}
+    for layer in range(layers):
+        c = 1000 * np.exp(-(mids - layer / layers) ** 2 / 8)
+        c[0] = 30000.0  # every score below -10, clipped into the edge bin
+        counts[f"trained n=64 layer {layer}"] = c.round().tolist()
+    fig = draw_pooled(Figure("pooled_scores", "inspect.pooled", "Pooled",
+                             {"edges": edges.tolist(), "counts": counts, "where": "m"}))
+    FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    return fig
+
+
+def test_pooled_scores_of_a_deep_model_take_a_colour_scale_and_no_clip_spike() -> None:
+    """SmolLM2's 30 layers made a 31-entry legend whose colours repeated, and the scores
+    clipped to -10 made a spike that set the y-axis."""
+    fig = _pooled(30)
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["N(0, 1)"]
+    assert any(a.get_ylabel() == "layer" for a in fig.axes[1:])  # the colour scale
+    assert ax.get_ylim()[1] < 0.5  # the densities' scale, not the spike's (about 6)
+    assert "beyond ±9.8" in ax.get_title()
+    colours = {tuple(line.get_color()) for line in ax.get_lines()[:-1]}
+    assert len(colours) == 30
+    few = _pooled(6).axes[0]  # a small model keeps its legend, one entry per layer
+    assert len(few.get_legend().get_texts()) == 7
+
+
+def test_a_figures_grid_is_rows_cols_or_matplotlibs_nrows_ncols() -> None:
+    from sdpa_cli.framework import figure_style as style
+
+    for args, kw, shape in (((1, 2), {}, (1, 2)), ((), {"ncols": 2}, (1, 2)),
+                            ((), {"nrows": 3, "ncols": 2, "sharex": True}, (3, 2)),
+                            ((), {}, (1, 1))):
+        _, axes = style.new(6.0, 3.0, *args, **kw)
+        assert axes.shape == shape, (args, kw)  # always a 2-d grid: axes[row][col]

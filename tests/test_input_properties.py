@@ -86,7 +86,7 @@ class _Validated(SdpaError):
         return []
 
 
-def _stop_before_running(target: Path) -> None:
+def _stop_before_running(target: Path, flag: str | None = None) -> None:
     raise _Validated()
 
 

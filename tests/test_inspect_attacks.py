@@ -122,6 +122,10 @@ FOLDERS: dict[str, tuple[Make, str]] = {
     "float-layers": (_config(lambda c: c.update(num_hidden_layers=2.5)), "num_hidden_layers"),
     "kv-heads-not-divisor": (_config(lambda c: c.update(num_key_value_heads=3)),
                              "not a multiple of num_key_value_heads 3"),
+    # transformers 5 reads the factor here: ignoring it ran a partial-rotary model fully rotated
+    "partial-rotary-in-rope-parameters": (_config(lambda c: c.update(rope_parameters={
+        "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})),
+        "rope_parameters.partial_rotary_factor other than 1 is not supported"),
     "nan-rope-theta": (_config(lambda c: c.update(rope_theta=float("nan"))), "rope_theta"),
     "negative-rope-theta": (_config(lambda c: c.update(rope_theta=-1.0)), "rope_theta"),
     "layer-types-wrong-length": (_config(lambda c: c.update(layer_types=["full_attention"])),

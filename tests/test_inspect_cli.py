@@ -81,7 +81,7 @@ def test_a_spec_whose_model_is_absent_is_skipped(sdpa, workdir: Path, monkeypatc
     (workdir / "s.yaml").write_text("study: inspect\nmodel: nobody/nothing\n", encoding="utf-8")
     got = sdpa("inspect", "s.yaml", "--no-plots", "--check")
     assert got.code == 0, got.err
-    assert "skipped" in got.err and "nobody/nothing" in got.err
+    assert "skipped" in got.out and "nobody/nothing" in got.out
     strict = sdpa("inspect", "s.yaml", "--no-plots", "--check", "--require-models", "true")
     assert strict.code == 1
 
@@ -164,7 +164,8 @@ BAD = {
                            "position_embedding_type 'relative_key' is not supported"),
     "no-tokenizer": (lambda w: (model(w), (w / "m" / "tokenizer.json").unlink()), [],
                      "no tokenizer.json"),
-    "vocab-too-big": (lambda w: model(w, vocab=30), [], "44 tokens but the embedding only 30"),
+    "vocab-too-big": (lambda w: model(w, vocab=30), [],
+                      "token ids reach 43 but the embedding has only 30 rows"),
     "text-not-utf8": (lambda w: (model(w), (w / "t.txt").write_bytes(b"w1 \xff w2")), [],
                       "not UTF-8: byte 0xff"),
     "text-too-short": (lambda w: (model(w), (w / "t.txt").write_text("w1 w2 w3")), [],
@@ -235,3 +236,18 @@ def test_a_model_file_nested_10_5_deep_is_one_line(sdpa, workdir, part):
     r = sdpa("inspect", str(model), "--no-plots", "--out", "o")
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
     assert "nests more than 64 levels" in r.err and not (workdir / "o").exists()
+
+
+def test_too_little_text_names_the_flags_with_values_that_fit(sdpa, workdir: Path):
+    """30 words, bert's 2 special tokens: 4 sequences of 16 need 56 body tokens. The line
+    names --sequences and --seq-len with values the text holds, and each of them runs."""
+    model(workdir)
+    (workdir / "t.txt").write_text(fx.text(30), encoding="utf-8")
+    got = sdpa("inspect", "m", "--text", "t.txt", "--seq-len", "16", "--sequences", "4",
+               "--no-write", "-q")
+    assert got.code == 2
+    (line,) = got.err.strip().splitlines()
+    assert "too little text: 30 tokens" in line
+    assert "give --sequences 2 or --seq-len 9 (spec: sequences, seq_len), or more text" in line
+    for fix in (["--seq-len", "16", "--sequences", "2"], ["--seq-len", "9", "--sequences", "4"]):
+        assert sdpa("inspect", "m", "--text", "t.txt", *fix, "--no-write", "-q").code == 0

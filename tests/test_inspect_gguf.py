@@ -159,8 +159,9 @@ def test_pre_norm_q_k_are_the_projections_the_norm_rescales():
     is a rotation, so it keeps the RMS): the pre-norm vectors are what the norm received."""
     cfg = _config("qwen3")
     plan = qwen3.plan(cfg)
-    need, _ = decoder.tensors(plan, 44)
-    read = init_reader(need, 0.5, 3)  # norm weights (1-D .weight) are 1
+    table = decoder.table(plan, 44)
+    shapes = {s.name: s.shape for s in table.sources().values()}
+    read = init_reader(shapes, 0.5, 3)  # norm weights (1-D .weight) are 1
     ids = np.random.default_rng(0).integers(0, 44, (2, 9))
     for lo in qwen3.forward(cfg, read, ids, np.float64):
         assert lo.q_pre is not None and lo.k_pre is not None
@@ -177,6 +178,10 @@ def test_gemma_rules_windows_and_rope_bases_from_the_config():
     assert g2.windows == (5, None) and g2.cap == 50.0 and g2.scale == pytest.approx(32 ** -0.5)
     assert g2.rule == "soft-cap 50 after ÷√32" and g2.norm_offset == 1.0
     assert g2.embed_scale == pytest.approx(4.0)
+    # absent: transformers' default cap of 50; null: none
+    assert gemma.gemma2_plan(_config("gemma2", sliding_window=5)).cap == 50.0
+    assert gemma.gemma2_plan(_config("gemma2", sliding_window=5,
+                                     attn_logit_softcapping=None)).cap is None
     g3 = gemma.gemma3_plan(_config("gemma3_text", num_hidden_layers=6, sliding_window=5,
                                    rope_theta=1e6, rope_local_base_freq=1e4))
     assert g3.windows == (5, 5, 5, 5, 5, None) and g3.cap is None and g3.qk_norm == "head"

@@ -21,6 +21,7 @@ import inspect_fixtures as fx
 from sdpa_cli.numerics.scaling import Scaling
 from sdpa_cli.studies.inspect.models import llama
 from sdpa_cli.studies.inspect.models.common import softmax_rows, visible
+from sdpa_cli.studies.inspect.models.families import FAMILIES
 from sdpa_cli.studies.inspect.models.headtypes import (
     duplicate_pattern,
     induction_pattern,
@@ -113,6 +114,35 @@ def test_offset_norms_equal_the_full_matrix_norm_with_rope_rotating_q_and_k():
             assert got[h, i - j] == pytest.approx(full, rel=1e-10)
 
 
+@pytest.mark.parametrize("rotary", [False, True])
+def test_spectra_are_numpys_svd_norms_with_shared_keys_and_diagonal_maps(rotary: bool):
+    """Under GQA a key head's work is done once for its group, and a QK-norm's diagonal maps
+    take their largest gains: the same norms as numpy's SVD of every head's full matrices."""
+    rng = np.random.default_rng(9)
+    heads, group, d = 6, 3, 8
+    keys = rng.normal(size=(heads // group, 20, d))
+    dense = QKMaps(rng.normal(size=(heads, 20, d)), np.repeat(keys, group, axis=0), 4.0, 4.0,
+                   rotary, group)
+    gains = rng.normal(1, 0.5, (2, heads, d))
+    gains[1] = np.repeat(gains[1, ::group], group, axis=0)
+    diagonal = QKMaps(np.stack([np.diag(g) for g in gains[0]]),
+                      np.stack([np.diag(g) for g in gains[1]]), 4.0, 4.0, rotary, group,
+                      diagonal=True)
+    for maps in (dense, diagonal):
+        sp = spectra(maps)
+        for h in range(heads):
+            a, b = maps.a[h], maps.b[h]
+            assert sp.at_zero[h] == pytest.approx(np.linalg.svd(a @ b.T, compute_uv=False)[0],
+                                                  rel=1e-13)
+            top = (np.linalg.svd(a, compute_uv=False)[0] * np.linalg.svd(b, compute_uv=False)[0]
+                   if rotary else sp.at_zero[h])
+            assert sp.bound[h] == pytest.approx(top, rel=1e-13)
+    # the key heads' work done once per group changes no bit
+    alone = spectra(dataclasses.replace(dense, group=1))
+    np.testing.assert_array_equal(spectra(dense).bound, alone.bound)
+    np.testing.assert_array_equal(spectra(dense).at_zero, alone.at_zero)
+
+
 def test_every_score_lies_inside_the_bound_and_the_bound_is_reached():
     rng = np.random.default_rng(2)
     maps = _rope_maps(rng)
@@ -186,7 +216,7 @@ def test_the_weight_only_floor_holds_under_every_measured_row(tmp_path: Path, fa
     read = Weights(ckpt)
     n = 12
     for layer, lo in enumerate(ckpt.family.forward(ckpt.config, read, ids, np.float64)):
-        sp = spectra(layer_maps(ckpt.family.name, ckpt.config, read, layer)["q,k"])
+        sp = spectra(layer_maps(ckpt.table.qk[layer], read)["q,k"])
         mask = visible(n, lo.causal)
         seen = mask.sum(axis=1) if mask is not None else np.full(n, n)
         for rule in (OwnRule(lo.scale), Scaling.parse("none"), Scaling.parse("logn:2")):
@@ -212,7 +242,7 @@ def test_qk_norm_layouts_bound_their_scores(tmp_path: Path):
     def norm(x: np.ndarray, g: np.ndarray) -> np.ndarray:
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
 
-    for kind in ("qwen3", "olmo2", "gemma3"):
+    for kind in ("qwen3", "olmo2", "gemma3_text"):
         t = {"layers.0.input_layernorm.weight": rng.normal(1, 0.3, width),
              "layers.0.self_attn.q_proj.weight": rng.normal(0, 1, (heads * d, width)),
              "layers.0.self_attn.k_proj.weight": rng.normal(0, 1, (kv * d, width))}
@@ -223,8 +253,9 @@ def test_qk_norm_layouts_bound_their_scores(tmp_path: Path):
             del t["layers.0.input_layernorm.weight"]
         config = {"model_type": kind, "hidden_size": width, "num_attention_heads": heads,
                   "num_key_value_heads": kv, "head_dim": d, "num_hidden_layers": 1,
-                  "rope_theta": 100.0}
-        maps = layer_maps("llama", config, t.__getitem__, 0)
+                  "rope_theta": 100.0, "sliding_window": 4}
+        qk = FAMILIES[kind].table(config, 8).qk
+        maps = layer_maps(qk[0], t.__getitem__)
         assert ("pre-norm" in maps) == (not whole)
         one = 1.0 if kind.startswith("gemma") else 0.0
         inv = llama.rope_frequencies(config, d)
@@ -425,7 +456,7 @@ def test_a_30_layer_model_shows_its_findings_not_its_layers(sdpa, workdir: Path,
     got = sdpa("inspect", "m", "--text", "t.txt", "--seq-len", "16", "--sequences", "2",
                "--induction-sequences", "1", "--no-plots", "--out", "o")
     assert got.code == 0, got.err
-    lines = got.err.splitlines()
+    lines = got.out.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("found:"))
     assert first < 12, lines[:first]
     assert all(len(line) <= 80 for line in lines[:first])
@@ -442,7 +473,7 @@ def test_an_unknown_name_says_how_to_fetch_only_what_sdpa_reads(sdpa, workdir: P
     (workdir / "s.yaml").write_text("study: inspect\nmodel: org/none\n", encoding="utf-8")
     skipped = sdpa("inspect", "s.yaml", "--no-plots")
     assert 'hf download org/none --include "*.json" "*.safetensors"' in " ".join(
-        skipped.err.split())
+        skipped.out.split())
 
 
 def test_a_qk_norm_soft_capped_windowed_layer_gives_rows_for_both_vectors():

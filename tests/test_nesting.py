@@ -224,4 +224,4 @@ def test_a_strange_terminal_size_falls_back_to_the_default(sdpa, workdir: Path, 
     monkeypatch.setenv("LINES", "²")
     r = sdpa("variance", "--dims", "3", "--pairs", "10", "--seed", "1", "--no-write")
     assert r.code == 0, r.err
-    assert max(len(line) for line in r.err.splitlines()) <= 140
+    assert max(len(line) for line in r.out.splitlines()) <= 140

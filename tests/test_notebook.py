@@ -29,9 +29,12 @@ def test_the_example_notebook_runs_and_shows_the_result(tmp_path):
     # the figure a cell returns is shown as an image, not as "<Figure size …>"
     shown = [o for o in code[4].outputs if "image/png" in o.get("data", {})]
     assert len(shown) == 1 and shown[0]["data"]["image/png"].startswith("iVBORw0KGgo")
+    # all of them, returned as a list: shown as the figures, not as the list's text
+    every = code[5].outputs[0]["data"]
+    assert every["text/html"].count('<img src="data:image/png;base64,iVBORw0KGgo') == 2
     # and the user's own plt plot after it still shows inline (one image, no text stand-in)
-    theirs = [o for o in code[5].outputs if "image/png" in o.get("data", {})]
+    theirs = [o for o in code[6].outputs if "image/png" in o.get("data", {})]
     assert len(theirs) == 1 and shown[0]["data"]["image/png"] != theirs[0]["data"]["image/png"]
     assert not any("<Figure size" in str(o.get("data", {}).get("text/plain", ""))
                    and "image/png" not in o.get("data", {}) for c in code for o in c.outputs)
-    assert "sqrt" in code[6].outputs[0]["data"]["text/plain"]
+    assert "sqrt" in code[7].outputs[0]["data"]["text/plain"]

@@ -114,7 +114,7 @@ def test_compare_ignores_a_killed_runs_leftovers(sdpa, workdir):
     _leftover(workdir / "B", "two", dead, {"results.json": half})  # one in B only
     (workdir / "B" / f".index.md.tmp-{dead}-deadbeef").write_text("# half")
     r = sdpa("compare", "A", "B")
-    assert r.code == 0 and "only in" not in r.err, r.err
+    assert r.code == 0 and "only in" not in r.out, r.err
     r = sdpa("compare", "A", "B", "--exact")
     assert r.code == 0, r.err
 
@@ -181,7 +181,7 @@ def test_no_standard_error_on_either_side_is_judged_exactly(sdpa, workdir, se_a,
     _fake(workdir / "A", se_a, 3.35)
     _fake(workdir / "B", se_b, 1e6)
     r = sdpa("compare", "A", "B")
-    assert r.code == 1 and "variance: 3.35 vs 1e+06 (differs ✗)" in r.err
+    assert r.code == 1 and "variance: 3.35 vs 1e+06 (differs ✗)" in r.out
     _fake(workdir / "C", se_b, 3.35)
     assert sdpa("compare", "A", "C").code == 0  # equal values agree
 

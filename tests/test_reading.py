@@ -17,7 +17,7 @@ from rich.console import Console
 from sdpa_cli.framework.result import AuditEntry, Check, Result, Table
 from sdpa_cli.numerics.rng import fresh_entropy
 from sdpa_cli.report import batch as batch_report
-from sdpa_cli.report import comparison, examples, terminal
+from sdpa_cli.report import compare_text, examples, terminal
 from sdpa_cli.report.outcomes import Outcome, Planned
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.studies.gradients import figures as gradient_figures
@@ -142,12 +142,14 @@ def test_progress_in_a_log_is_one_plain_line_per_spec(capsys: pytest.CaptureFixt
         p.done("passed", 14.5, None)
     err = capsys.readouterr().err
     assert "\r" not in err and "\x1b" not in err
-    # 30 s where 10 were expected: the 10 s still planned become (30 + 10)/(10 + 10)·10 = 20
-    # (the first spec's pace weighed against half the plan), not 30
+    # 30 s where 10 were expected: the 10 s still planned become (30 + p)/(10 + p)·10 = 22,
+    # with p = 20/2 · (1 − 1/3): the first spec's pace weighed against a share of the plan
+    # that shrinks with each spec run (a kept one runs nothing); then (44.5 + q)/(15 + q)·5
+    # with q = 10 · (1 − 2/3)
     assert err.splitlines() == [
-        "[1/4] phase-diagram passed (30.0s; 0:30 elapsed, ~0:20 left)",
-        "[2/4] softmax-demo passed (unchanged, kept; 0:30 elapsed, ~0:20 left)",
-        "[3/4] day74-dims passed (14.5s; 0:45 elapsed, ~0:11 left)",
+        "[1/4] phase-diagram passed (30.0s; 0:30 elapsed, ~0:22 left)",
+        "[2/4] softmax-demo passed (unchanged, kept; 0:30 elapsed, ~0:22 left)",
+        "[3/4] day74-dims passed (14.5s; 0:45 elapsed, ~0:13 left)",
     ]
 
 
@@ -156,12 +158,26 @@ def test_time_left_starts_from_the_plan_and_follows_the_pace_slowly() -> None:
     assert p.left(0) == 12.0  # nothing run yet: the plan as it stands
     p.i = 0
     p.done("passed", 8.0, None)  # twice as slow as estimated
-    # the plan of the two left (8 s), times the pace weighed against half the plan (6 s):
-    # (8 + 6)/(4 + 6) = 1.4, not the 2 of the elapsed rate
-    assert p.left(1) == pytest.approx(8.0 * 14.0 / 10.0)
+    # the plan of the two left (8 s), times the pace weighed against 2/3 of half the plan
+    # (4 s): (8 + 4)/(4 + 4) = 1.5, not yet the 2 of the measured rate
+    assert p.left(1) == pytest.approx(8.0 * 12.0 / 8.0)
     p.i = 1
-    p.done("passed", 4.0, None)  # still twice as slow: the pace moves on towards 2
-    assert p.left(2) == pytest.approx(6.0 * 18.0 / 12.0)
+    p.done("passed", 4.0, None)  # still twice as slow: the weight is 1/3 of half the plan
+    assert p.left(2) == pytest.approx(6.0 * 14.0 / 8.0)
+
+
+def test_time_left_follows_the_measured_rate_after_the_first_specs() -> None:
+    """A machine 3.4× slower than the plan: once three specs have run, the time left is
+    the plan of the rest at the measured rate (the plan kept half its weight to the end,
+    and the batch said ~0:10 left with minutes to go)."""
+    p = Progress(20, quiet=True, estimates=[1.0] * 20)
+    for i in range(5):
+        p.i = i
+        p.done("passed", 3.4, None)
+    assert p.left(5) == pytest.approx(15 * 3.4)
+    p.i = 5
+    p.done("passed", 0.0, None, kept=True)  # a kept spec changes no pace
+    assert p.left(6) == pytest.approx(14 * 3.4)
 
 
 # --- item 2: train claims keep their verdict ---------------------------------------------
@@ -219,7 +235,7 @@ def test_expand_fits_in_350_lines_with_every_step_panel(sdpa, monkeypatch) -> No
     monkeypatch.setenv("COLUMNS", "80")
     r = sdpa("worked-example", "money-bank-grows", "--expand", "--no-write")
     assert r.code == 0
-    lines = r.err.splitlines()
+    lines = r.out.splitlines()
     assert len(lines) <= 350
     panels = [line for line in lines if line.startswith("╭─ ")]
     # both parts' steps, each panel once: inputs, Q K V, stated vectors, scores, scaled,
@@ -243,12 +259,12 @@ def test_compare_names_the_missing_folder(sdpa, args: tuple[str, ...], missing: 
 def test_compare_says_a_side_has_no_figures_instead_of_differs() -> None:
     none_in_b = [{"file": f, "same": False, "in_a": True, "in_b": False}
                  for f in ("histograms.png", "variance_vs_dim.png")]
-    assert comparison._figure_lines(none_in_b) == [
+    assert compare_text._figure_lines(none_in_b) == [
         "    no figures in B (run with --no-plots?); A has 2: not compared"]
     mixed = [{"file": "a.png", "same": False, "in_a": True, "in_b": True},
              {"file": "b.png", "same": False, "in_a": False, "in_b": True},
              {"file": "c.png", "same": True, "in_a": True, "in_b": True}]
-    assert comparison._figure_lines(mixed) == ["    figure a.png differs",
+    assert compare_text._figure_lines(mixed) == ["    figure a.png differs",
                                             "    figure b.png only in B"]
 
 
@@ -281,7 +297,7 @@ def test_scratch_run_beside_a_batch_leaves_its_report_alone(sdpa, workdir: Path)
     before = {f: (out / f).read_bytes() for f in ("index.md", "report.html")}
     first = sdpa("variance", *flags)
     assert first.code == 0 and (out / "variance" / "results.json").is_file()
-    assert "index.md" not in first.err and "report.html" not in first.err
+    assert "index.md" not in first.out + first.err and "report.html" not in first.out
     assert {f: (out / f).read_bytes() for f in before} == before
     assert sdpa("run", "--out", "outputs", "--no-plots", str(_tiny_spec(workdir))).code == 0
     index = (out / "index.md").read_text(encoding="utf-8")
@@ -289,7 +305,7 @@ def test_scratch_run_beside_a_batch_leaves_its_report_alone(sdpa, workdir: Path)
     replaced = sdpa("variance", *flags, "--out", "outputs/tiny")
     assert replaced.code == 0
     assert "updated outputs/index.md and report.html: tiny there is now this run from " \
-        "flags" in " ".join(replaced.err.split())
+        "flags" in " ".join(replaced.out.split())
     assert "seed 1" in (out / "report.html").read_text(encoding="utf-8")
 
 

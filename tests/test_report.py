@@ -106,7 +106,7 @@ def test_sections_follow_the_documents_order(placed: Path):
                                                               "doc-other"]
     text = (placed / "report.html").read_text(encoding="utf-8")
     for doc in (DOCUMENTS[0], DOCUMENTS[1], DOCUMENTS[4]):
-        assert text.count(_e(doc.title)) >= 2  # contents and heading: by title
+        assert text.count(_e(doc.label)) >= 2  # contents and heading: as every table names it
     index = (placed / "index.md").read_text(encoding="utf-8")
     assert [index.index(f'<a id="x-{n}"></a>') for n, _ in expected] == sorted(
         index.index(f'<a id="x-{n}"></a>') for n, _ in expected)
@@ -380,3 +380,120 @@ def test_each_study_links_to_its_help_page_and_the_report_does_not_carry_them(pl
         assert f"sdpa help {t}</a>: {_e(topics.title(pages[t]))}" in text
         longest = max(pages[t].read_text(encoding="utf-8").splitlines(), key=len)
         assert _e(longest.strip()) not in text
+
+
+def _number(source: str, status: str = "match") -> AuditEntry:
+    return AuditEntry(source=source, quantity="q", documented=1.0,
+                      computed=1.0 if status == "match" else 2.0, status=status,
+                      printed="1.0", tolerance=0.05, basis="last digit",
+                      accepted="known" if status == "mismatch" else None)
+
+
+def _claim(source: str, claim: str, status: str) -> AuditEntry:
+    return AuditEntry(source=source, quantity=claim, documented=float("nan"), computed=1.0,
+                      status=status, printed="", tolerance=0.0, basis="claim", kind="claim",
+                      measurement="x = 1 > 0: yes", spec_name="a-late")
+
+
+def test_every_document_has_one_title_and_one_row_with_its_claims(tmp_path: Path):
+    """The per-document table lists all five documents (004, whose numbers no run prints,
+    with its claims), each under the same name as its section heading; a number a spec
+    quotes from another work is counted under that work, not under the spec's document."""
+    root = tmp_path / "batch"
+    audit = (_number(f"{DOC0}, Step 2", "mismatch"), _number(f"{DOC0}, Step 3"),
+             _number("Nakanishi 2025 (arXiv:2501.19399), Figure 1"),
+             _claim(f"{DOC4}, IV", "the gain knob makes attention uniform", "fails"),
+             _claim(f"{DOC4}, IV", "÷√d_k keeps the variance at 1", "holds"))
+    _write(root, _result("a-late", f"{DOC0}, Step-by-Step Matrix Calculation Example",
+                         audit=audit))
+    _write(root, _result("b-middle", f"{DOC4}, IV. Mathematical Justification for Scaling"))
+    batch_report.write((), root)
+    index = (root / "index.md").read_text(encoding="utf-8")
+    rows = [line for line in index.splitlines() if line.startswith("| ")
+            and line.count("|") == 6 and "printed numbers checked" not in line]
+    labels = [d.label for d in DOCUMENTS]
+    assert [r.split(" | ")[0][2:] for r in rows] == [*labels, "Nakanishi 2025 (arXiv:2501.19399)"]
+    assert rows[0].endswith("| 2 | 1 | 1 | — |")
+    assert rows[4].endswith("| 0 | 0 | 0 | 1 holds, 1 fails |")
+    headings = [line[3:] for line in index.splitlines() if line.startswith("## ")][1:]
+    assert set(headings) <= set(labels)  # a section is headed as the table names it
+    html = (root / "report.html").read_text(encoding="utf-8")
+    for doc in DOCUMENTS:
+        if doc.title != doc.label:
+            assert _e(doc.title) not in html  # never a second, longer title
+
+
+def test_every_work_the_shipped_specs_cite_is_named_one_way():
+    """"Nakanishi 2025" and "Nakanishi 2025 (arXiv:2501.19399)" were two documents of the
+    report: no name a spec cites is the start of another one."""
+    from conftest import EXPERIMENTS
+
+    from sdpa_cli.runner import loader
+
+    names = set()
+    for path in sorted(EXPERIMENTS.rglob("*.yaml")):
+        spec = loader.load(path)
+        names |= {d.cites.partition(", ")[0] for d in spec.documented if d.cites}
+        names |= {c.document for c in spec.claims if c.document}
+    assert [(a, b) for a in names for b in names if a != b and b.startswith(a)] == []
+
+
+def test_the_report_and_index_open_on_the_answer_then_the_audit(tmp_path: Path):
+    """report.html and index.md open on "why √d_k?": each run whose spec says which part of
+    the answer it gives, in that order, with its found: lines and key figure; a run that
+    measured nothing says so and names the one command that gets its model; then the audit."""
+    import dataclasses
+
+    root = tmp_path / "batch"
+    parts = [("b-soft", 2, "Softmax", 1, ("none: the largest weight rises 0.69 → 0.98.",
+                                          "not quoted")),
+             ("a-var", 1, "The variance of q·k", 2, ("raw q·k: grows like d (3.46 → 1057).",
+                                                     "q·k/√d: stays flat (1.15 → 1.06)."))]
+    for name, step, topic, count, found in parts:
+        r = _result(name, f"{DOC1}, The Softmax Saturation Problem", audit=(_audit(1, "match"),))
+        spec = {**r.spec, "answer": {"step": step, "topic": topic, "found": count}}
+        _write(root, dataclasses.replace(r, spec=spec, findings=found))
+        (root / name / "fig.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # its key figure
+    skipped = dataclasses.replace(
+        _result("c-model", f"{DOC1}, Large Embedding Dimensions"),
+        spec={"study": "inspect", "name": "c-model",
+              "answer": {"step": 3, "topic": "A real model", "found": 1}},
+        skipped="model 'x/y' is not on this machine (looked in x/y; sdpa never downloads); "
+                "get it with: python -m sdpa_cli.fetch smollm2", findings=(), checks=())
+    _write(root, skipped)
+    batch_report.write((), root)
+    html = (root / "report.html").read_text(encoding="utf-8")
+    assert html.index('id="answer"') < html.index('id="findings"') < html.index('id="contents"')
+    answer = html[html.index('id="answer"'):html.index('id="findings"')]
+    assert answer.index("1. The variance of q·k.") < answer.index("2. Softmax.") \
+        < answer.index("3. A real model.")
+    assert "q·k/√d: stays flat (1.15 → 1.06)." in answer and "not quoted" not in answer
+    assert '<img src="a-var/fig.png"' in answer and '<img src="b-soft/fig.png"' in answer
+    assert "not measured on this machine: model &#x27;x/y&#x27; is not on this machine" in answer
+    assert "<code>python -m sdpa_cli.fetch smollm2</code>" in answer
+    head = (root / "index.md").read_text(encoding="utf-8").splitlines()[:20]
+    at = head.index("## The answer, measured")
+    assert head[at + 4].startswith("1. **The variance of q·k.** raw q·k: grows like d")
+    assert head[at + 4].endswith("([a-var](#x-a-var), [figure](a-var/fig.png))")
+    assert head[at + 6].startswith("3. **A real model.** not measured on this machine")
+    assert "## The documents audited" in "\n".join(head)
+
+
+def test_claim_rows_say_their_measurement_in_words_first_and_fold_the_machine_detail(
+        tmp_path: Path):
+    root = tmp_path / "batch"
+    claim = AuditEntry(
+        source=f"{DOC1}, Softmax Behavior", quantity="softmax saturates as d_k grows",
+        documented=float("nan"), computed=0.98, status="holds", printed="", tolerance=0.0,
+        basis="claim", kind="claim", spec_name="a-var",
+        measurement="v (s sqrt, d 4096) = 0.98 ± 0.000423 > 0.9: yes; v (s sqrt, d 4096) = "
+                    "0.98 ± 0.000423 > v (s sqrt, d 16) = 0.686: yes")
+    _write(root, _result("a-var", f"{DOC1}, Softmax Behavior", audit=(claim,)))
+    batch_report.write((), root)
+    html = (root / "report.html").read_text(encoding="utf-8")
+    row = html[html.index("softmax saturates as d_k grows"):]
+    row = row[:row.index("</tr>")]
+    words = ("variance at scaling = sqrt, d = 4096 is 0.98, above 0.9 ✓; variance at scaling = "
+             "sqrt, d = 4096 is 0.98, above its 0.686 at scaling = sqrt, d = 16 ✓")
+    assert row.index(words) < row.index('<details class="machine"><summary>as measured')
+    assert "0.000423" not in row[:row.index("<details")]  # the machine detail is folded

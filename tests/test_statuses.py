@@ -34,8 +34,8 @@ def test_a_batch_says_skipped_everywhere(sdpa, specs: Path, workdir: Path) -> No
     assert r.code == 0, r.err  # skipped fails nothing, even under --check
     assert "[1/2] gone skipped" in r.err
     assert "passed" not in r.err.split("[1/2] gone", 1)[1].split("\n", 1)[0]
-    assert "2 experiments: 1 passed, 1 skipped" in r.err
-    assert "skipped gone: model 'nobody/not-a-model' is not on this machine" in r.err
+    assert "2 experiments: 1 passed, 1 skipped" in r.out
+    assert "skipped gone: model 'nobody/not-a-model' is not on this machine" in r.out
     # JSON: the run's word, why, and a batch that did not fail
     out = workdir / "outputs"
     doc = json.loads((out / "gone" / "results.json").read_text())
@@ -75,13 +75,13 @@ def test_require_models_fails_a_batch(sdpa, specs: Path) -> None:
 def test_check_on_a_study_that_measured_nothing(sdpa, specs: Path) -> None:
     r = sdpa("inspect", str(specs / "gone.yaml"), "--check", "--no-plots")
     assert r.code == 0
-    assert "skipped: nothing was measured" in r.err
-    assert "--check: nothing was measured, so nothing was checked" in r.err
-    assert "checks:" not in r.err and "passed" not in r.err  # no empty table, no "passed"
+    assert "skipped: nothing was measured" in r.out
+    assert "--check: nothing was measured, so nothing was checked" in r.out
+    assert "checks:" not in r.out and "passed" not in r.out  # no empty table, no "passed"
     r = sdpa("inspect", str(specs / "gone.yaml"), "--check", "--no-plots",
              "--require-models", "true")
     assert r.code == 1
-    assert "FAIL model present" in r.err
+    assert "FAIL model present" in r.out
 
 
 CLAIMED = MISSING + """\

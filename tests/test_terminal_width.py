@@ -107,3 +107,59 @@ def test_error_lines_break_at_word_boundaries_on_a_terminal():
     assert wrapped(line, 200) == line
     long = "x" * 50 + " tail"
     assert wrapped(long, 20).splitlines() == ["x" * 50, "  tail"]
+
+
+# --- everything sdpa prints into an 80-column terminal (or a pipe read by a person) fits ----
+
+def _long(text: str, width: int = 80) -> list[str]:
+    from rich.cells import cell_len
+
+    return [line for line in text.splitlines() if cell_len(line) > width]
+
+
+def test_every_topic_page_fits_80_columns_code_lines_broken_at_spaces() -> None:
+    """Code lines of `sdpa help ci`, `inspect`, `commands` ran past 80 and broke mid-word in
+    the terminal: now a long command breaks before a word and ends in a backslash, so it
+    still pastes as one command; a trailing comment wraps under its own column."""
+    from sdpa_cli.io import topics
+
+    for name, path in topics.pages().items():
+        text = topics.plain(path.read_text(encoding="utf-8"), 80)
+        assert _long(text) == [], name
+    lines = topics.plain(topics.pages()["inspect"].read_text(encoding="utf-8"), 80)
+    at = lines.index("sdpa inspect ./my-model")
+    row = lines[at:].splitlines()[:2]
+    assert row[0].endswith("# config.json, model.safetensors (or")
+    assert row[1].strip() == "# shards), tokenizer.json"
+
+
+def test_a_long_command_breaks_before_a_word_and_pastes_whole() -> None:
+    from sdpa_cli.io.topics import code_lines
+
+    line = "sdpa run experiments --check --out outputs --junit-xml reports/sdpa.xml --no-plots"
+    got = code_lines(line, 60)
+    assert got == ["sdpa run experiments --check --out outputs --junit-xml \\",
+                   "    reports/sdpa.xml --no-plots"]
+    assert " ".join(p.removesuffix(" \\").strip() for p in got) == line
+
+
+def test_help_lists_topics_in_80_columns_without_backticks(sdpa, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    r = sdpa("help")
+    assert r.code == 0 and _long(r.out) == [] and "`" not in r.out
+    assert "Gradients through one attention layer: sdpa gradients" in r.out
+
+
+@pytest.mark.parametrize("command", ["", "variance", "jacobian", "gradients", "inspect",
+                                     "worked-example", "run", "compare"])
+def test_every_commands_help_fits_80_columns(sdpa, monkeypatch, command) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    r = sdpa(*([command] if command else []), "--help")
+    assert r.code == 0 and _long(r.out) == []
+
+
+def test_a_piped_listing_is_wrapped_under_its_column(sdpa, monkeypatch) -> None:
+    monkeypatch.delenv("COLUMNS")
+    r = sdpa("worked-example", "--list")
+    assert r.code == 0 and _long(r.out) == []
+    assert "                        source: Day 74: Why do we scale self-attention?" in r.out

@@ -110,10 +110,53 @@ def test_the_summary_says_unchanged_kept(sdpa, specs):
     r = sdpa("run", str(specs), "--no-plots")
     # the spec's progress line, and the summary's headline (each row marks it "=" and "kept")
     assert "a-ok passed (unchanged, kept" in r.err
-    assert "2 experiments: 1 passed, 1 failed (2 unchanged, kept)" in r.err
+    assert "2 experiments: 1 passed, 1 failed (2 unchanged, kept)" in r.out
 
 
 def test_quiet_still_names_a_kept_failure(sdpa, specs):
     _run(sdpa, specs)
     r = sdpa("run", str(specs), "--no-plots", "-q")
     assert r.err.splitlines() == [f"sdpa: {specs / 'b-failing.yaml'}: FAIL d=4 none, d=4 sqrt"]
+
+
+# --- a run is unchanged only if what it read is: a skip is never kept ---------------------
+
+TINY = ("study: inspect\nmodel: org/tiny\ntext: [t.txt]\nseq_len: [8]\nsequences: 2\n"
+        "induction_sequences: 0\n")
+
+
+def _tiny_model(workdir: Path) -> None:
+    """A tiny BERT in the Hugging Face cache layout under $HF_HOME, as the fetcher puts one."""
+    import inspect_fixtures as fx
+
+    repo = workdir / "hf" / "hub" / "models--org--tiny"
+    fx.bert(repo / "snapshots" / "r1")
+    fx.write_tokenizer(repo / "snapshots" / "r1", "bert")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("r1", encoding="utf-8")
+
+
+def test_a_skipped_run_is_never_kept_once_its_model_is_here(sdpa, workdir, monkeypatch):
+    pytest.importorskip("safetensors")
+    pytest.importorskip("tokenizers")
+    import inspect_fixtures as fx
+
+    monkeypatch.setenv("HF_HOME", str(workdir / "hf"))
+    folder = workdir / "specs"
+    folder.mkdir()
+    write_spec(folder, "tiny.yaml", TINY)
+    (folder / "t.txt").write_text(fx.text(100), encoding="utf-8")
+    first = _run(sdpa, folder)["tiny"]
+    assert first["status"] == "skipped" and not first["kept"]
+    assert _run(sdpa, folder)["tiny"]["kept"] is False  # still missing: asked again
+    _tiny_model(workdir)  # the model arrives (python -m sdpa_cli.fetch, say)
+    again = _run(sdpa, folder)["tiny"]
+    assert again["status"] == "passed" and again["kept"] is False
+    assert _run(sdpa, folder)["tiny"]["kept"] is True  # now unchanged: kept
+    # what the run read is part of it: a text edited in place, or new weights, rerun it
+    (folder / "t.txt").write_text(fx.text(100)[::-1], encoding="utf-8")
+    assert _run(sdpa, folder)["tiny"]["kept"] is False
+    assert _run(sdpa, folder)["tiny"]["kept"] is True
+    weights = workdir / "hf" / "hub" / "models--org--tiny" / "snapshots" / "r1"
+    fx.bert(weights, seed=1)
+    assert _run(sdpa, folder)["tiny"]["kept"] is False

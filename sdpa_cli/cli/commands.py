@@ -17,7 +17,9 @@ from sdpa_cli.cli.options import (
     common_options,
     spec_overrides,
 )
-from sdpa_cli.framework.declaration import Flag, Study, flag_shape
+from sdpa_cli.framework.declaration import Flag, Study
+from sdpa_cli.framework.flagshape import flag_shape
+from sdpa_cli.io.topics import code_lines
 from sdpa_cli.report import Settings
 from sdpa_cli.runner.study import study_command
 
@@ -51,7 +53,7 @@ def _option(study: Study, field: str) -> Any:
     info = study.spec.model_fields[field]
     shape = flag_shape(info.annotation)
     style = study.flags.get(field, Flag())
-    opt = "--" + field.replace("_", "-")
+    opt = study.flag_name(field)
     help_ = info.description or ""
     if shape == "bool" and style.switch:
         return click.option(opt, field, cls=SpecOption, is_flag=True, default=None,
@@ -74,8 +76,9 @@ def _metavar(shape: str | None, annotation: Any) -> str:
 
 def _help(study: Study) -> str:
     lines = [study.description or study.summary]
-    if study.usage:
-        lines += ["", "\b", "Examples:", *(f"  {u}" for u in study.usage)]
+    if study.usage:  # click indents the block two columns: each example fits 80 in all
+        lines += ["", "\b", "Examples:",
+                  *(f"  {part}" for u in study.usage for part in code_lines(u, 76, shell=True))]
     return "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -42,6 +43,19 @@ class Main(click.Group):
             tool: click.Command = getattr(tools, cmd_name, None) or getattr(tools, f"{cmd_name}_")
             return tool
         return None
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A misspelled command gets a did-you-mean, as a misspelled flag or spec name does."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if not close or self.get_command(ctx, name) is not None:
+                raise
+            raise click.UsageError(f"No such command {name!r} (did you mean {close[0]!r}?); "
+                                   "`sdpa --help` lists them.", e.ctx) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The list of commands, short helps read from the registry (nothing imported)."""

@@ -260,8 +260,8 @@ def _out(help: str = "Run folder to write (default: outputs/<name>).") -> Callab
 
 
 def _format(choices: tuple[str, ...] = ("table", "json", "csv", "markdown"),
-            help: str = "table: report on stderr only; json/csv/markdown: that document on "
-                        "stdout and nothing else there.") -> Callable:
+            help: str = "table: the result for people on stdout; json/csv/markdown: that "
+                        "document on stdout in its place, and nothing else there.") -> Callable:
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default="table",
                         show_default=True, help=help)
 
@@ -352,7 +352,7 @@ def ci_settings(params: dict[str, Any], *, run_folder: Path | None = None,
         if not given:
             continue
         target = Path(os.path.realpath(given))  # where a link leads is where it is written
-        why = path_problem(Path(given)) or report_path_problem(Path(given))
+        why = path_problem(Path(given)) or report_path_problem(Path(given), flag)
         if not why and run_folder is not None and target.parent in (
                 run_folder.absolute(), Path(os.path.realpath(run_folder))):
             why = f"{run_folder} is the run folder this command writes; write the report " \
@@ -385,7 +385,8 @@ def batch_options(f: Callable) -> Callable:
              "(default: outputs/)."),
         _check("Exit 1 when any spec's checks or audit fail."),
         click.option("--fail-fast", is_flag=True, help="Stop at the first spec that fails."),
-        _format(("table", "json"), "json: a summary of the batch on stdout."),
+        _format(("table", "json"), "table: the batch's summary for people on stdout; json: "
+                "a summary of the batch on stdout in its place."),
         _no_plots("Skip figures (the report has none either)."), _svg(), _dpi(),
         _quiet("No progress or summary; a failure still prints one line."),
         _workers(None), _scheduler(),

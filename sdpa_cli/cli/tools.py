@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.io import topics
 from sdpa_cli.report import Settings
 from sdpa_cli.report import comparison as compare_mod
+from sdpa_cli.report.examples import piped_width
 from sdpa_cli.runner import batch
 
 PATHS_ARG = click.argument("targets", metavar="[PATH ...]", nargs=-1,
@@ -113,10 +116,13 @@ def help_(topic: str | None) -> int:
       sdpa help adding-a-study
     """
     pages = topics.pages()
-    if topic is None:
+    if topic is None:  # each title wrapped under its own column, at the terminal's width
         width = max(map(len, pages), default=0)
+        columns = shutil.get_terminal_size().columns if sys.stdout.isatty() else piped_width()
         for name, path in pages.items():
-            click.echo(f"  {name:<{width}}  {topics.title(path)}")
+            click.echo("\n".join(textwrap.wrap(
+                topics.title(path), max(columns, width + 24), break_on_hyphens=False,
+                initial_indent=f"  {name:<{width}}  ", subsequent_indent=" " * (width + 4))))
         click.echo("\nsdpa help TOPIC prints one.")
         return 0
     if topic not in pages:
@@ -125,7 +131,7 @@ def help_(topic: str | None) -> int:
         raise InputError(Problem(f"no help topic {topic!r}{hint}; `sdpa help` lists them"))
     page = pages[topic].read_text(encoding="utf-8")
     if not sys.stdout.isatty():  # a pipe or a file: plain text at COLUMNS (else 80) columns
-        click.echo(topics.plain(page, _columns()), nl=False)
+        click.echo(topics.plain(page, piped_width()), nl=False)
         return 0
     # A terminal: rendered (headings, lists wrapped, tables fitted) through a pager, as `git
     # help` does; less quits at once when the page fits one screen, and keeps the colours.
@@ -135,8 +141,3 @@ def help_(topic: str | None) -> int:
         con.print(topics.markdown(page), crop=False)
     return 0
 
-
-def _columns() -> int:
-    given = os.environ.get("COLUMNS", "")
-    ok = given.isascii() and given.isdigit() and len(given) <= 4 and int(given) >= 40
-    return int(given) if ok else 80

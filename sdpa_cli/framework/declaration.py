@@ -7,12 +7,12 @@ import difflib
 import importlib
 import inspect
 import math
-import types
+import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -20,6 +20,7 @@ from sdpa_cli.errors import EXIT_BAD_INPUT, SdpaError, SpecFieldError
 from sdpa_cli.framework import sources
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.derive import Derived, problem
+from sdpa_cli.framework.flagshape import flag_shape
 from sdpa_cli.framework.result import Figure, Result, row_fields
 from sdpa_cli.io import topics
 from sdpa_cli.spec.common import Documented, SpecBase
@@ -28,7 +29,9 @@ from sdpa_cli.spec.limits import Cost
 # Spec fields every study shares and no study command takes as a flag of its own: identity
 # is the spec file's business, `seed` is a common flag, `documented` is a list of records.
 IDENTITY_FIELDS = ("study", "name", "title", "source", "description", "seed", "documented",
-                   "claims", "beyond")
+                   "claims", "beyond", "answer")
+# A study's flag: `--` and lower-case words joined by `-` (`--d-model`, `--ssmax-s`).
+FLAG_NAME = re.compile(r"--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 class DeclarationError(SdpaError):
@@ -64,9 +67,10 @@ class Rate:
 @dataclass(frozen=True)
 class Flag:
     """How one spec field reads as a command-line flag, where the derived form is not enough
-    (the flag's name is always the field's: `d_model` is `--d-model`)."""
+    (by default the flag's name is the field's: `d_model` is `--d-model`)."""
 
     metavar: str | None = None  # e.g. "D [D ...]"; default from the field's type
+    name: str | None = None  # the flag without its dashes, for a field `s`: "ssmax-s"
     switch: bool = False  # a bool field as a plain flag that only turns it on (`--expand`)
     repeat: bool = False  # a list flag that may also be given again (`--text a --text b`)
 
@@ -143,6 +147,13 @@ class Study:
             order += [n for n in getattr(cls, "__annotations__", {}) if n not in order]
         return [n for n in order if n in self.spec.model_fields
                 and n not in IDENTITY_FIELDS and n not in self.no_flag]
+
+    def flag_name(self, field_: str) -> str:
+        """The command-line flag that sets a spec field: `--d-model` for `d_model`, or the
+        name its Flag gives."""
+        style = self.flags.get(field_)
+        return "--" + (style.name if style is not None and style.name else
+                       field_.replace("_", "-"))
 
 
 def register(study: Study, package: str, summary: str) -> Study:
@@ -245,6 +256,16 @@ def _spec_fields(study: Study) -> None:
             _fail(study, f"flags.{name}", "only a bool field can be a switch")
         if study.flags.get(name, Flag()).repeat and flag_shape(info.annotation) != "list":
             _fail(study, f"flags.{name}", "only a list field can be repeated")
+    taken: dict[str, str] = {}
+    for name in study.flag_fields():
+        flag = study.flag_name(name)
+        if not FLAG_NAME.fullmatch(flag):
+            _fail(study, f"flags.{name}", f"{flag!r} is not a flag: give Flag(name=...) "
+                  "lower-case words joined by '-', without the dashes (e.g. 'ssmax-s')")
+        if flag in taken:
+            _fail(study, f"flags.{name}", f"{flag} is also the flag of {taken[flag]!r}: "
+                  "give one of them another with Flag(name=...)")
+        taken[flag] = name
 
 
 def _figures(study: Study) -> None:
@@ -310,13 +331,54 @@ def _example(study: Study) -> None:
         if study.example_files is not None:
             continue  # it names files the contract test writes: validated there
         try:
-            study.spec.model_validate({"study": study.name, "seed": 1, **example})
+            spec = study.spec.model_validate({"study": study.name, "seed": 1, **example})
         except (ValueError, SpecFieldError) as e:  # pydantic's, or a cross-field rule's
             said = " ".join(str(e).split())
             if isinstance(e, SpecFieldError):
                 said = f"{'.'.join(map(str, e.loc))}: {e.message}"
             _fail(study, f"examples[{i}]", said + " (an example is the spec fields of a "
                   "small, fast run that validates)")
+        _cost_places(study, spec)
+
+
+def _cost_places(study: Study, spec: SpecBase) -> None:
+    """A Cost names where its refusals point: `lower` and `rows_field` are each ONE location
+    in the spec (a field, then list indices), not a list of fields, or the one-line error
+    of a spec over budget would point at no line of the user's file."""
+    cost = study.cost(spec)
+    if not isinstance(cost, Cost):
+        _fail(study, "cost", f"returned {type(cost).__name__}, not a Cost "
+              "(sdpa_cli.spec.limits.Cost)")
+    for part, loc in (("lower", cost.lower), ("rows_field", cost.rows_field)):
+        if not loc and part == "rows_field":
+            continue
+        why = _no_place(spec, loc)
+        if why:
+            _fail(study, "cost", f"Cost.{part} = {loc!r}: {why}; it is one location in the "
+                  f"spec, where a spec over budget is refused (('trials',), or ('sizes', 0) "
+                  f"for an item), not the fields to lower: the hint names those")
+
+
+def _no_place(spec: SpecBase, loc: tuple[str | int, ...]) -> str | None:
+    """Why `loc` is no place in the spec (None: it is one)."""
+    if not loc or not isinstance(loc[0], str) or loc[0] not in type(spec).model_fields:
+        fields = list(type(spec).model_fields)
+        first = loc[0] if loc else None
+        return (f"{first!r} is no field of {type(spec).__name__}"
+                f"{_did_you_mean(str(first), fields)}" if loc else "it is empty")
+    value: Any = getattr(spec, loc[0])
+    for step in loc[1:]:
+        if isinstance(step, int) and isinstance(value, list | tuple) and \
+                -len(value) <= step < len(value):
+            value = value[step]
+        elif isinstance(step, str) and isinstance(value, BaseModel) and \
+                step in type(value).model_fields:
+            value = getattr(value, step)
+        elif isinstance(step, str) and isinstance(value, Mapping) and step in value:
+            value = value[step]
+        else:
+            return f"{loc[0]} holds no {step!r}"
+    return None
 
 
 def _derived(study: Study) -> None:
@@ -326,50 +388,3 @@ def _derived(study: Study) -> None:
                     list(study.spec.model_fields))
     if found:
         _fail(study, *found)
-
-
-FlagShape = Literal["bool", "value", "list"]
-
-
-def flag_shape(annotation: Any) -> FlagShape | None:
-    """How a field of this type reads on the command line: a bool, one value, a list of
-    values; None for types no flag can carry (mappings, records)."""
-    args = [a for a in _union(annotation) if a is not type(None)]
-    if not args:
-        return None
-    shapes = {_shape_of(a) for a in args} - {None}
-    if "list" in shapes:  # a list, or a list-or-mapping (train's learning_rates)
-        return "list"
-    if len(shapes) == 1:
-        return shapes.pop()
-    return None
-
-
-def _union(annotation: Any) -> list[Any]:
-    annotation = _strip(annotation)
-    if get_origin(annotation) in (typing.Union, types.UnionType):
-        return [_strip(a) for a in get_args(annotation)]
-    return [annotation]
-
-
-def _strip(annotation: Any) -> Any:
-    while get_origin(annotation) is typing.Annotated:
-        annotation = get_args(annotation)[0]
-    return annotation
-
-
-def _shape_of(t: Any) -> FlagShape | None:
-    if t is bool:
-        return "bool"
-    if get_origin(t) is list:
-        inner = [a for a in _union(get_args(t)[0]) if a is not type(None)]
-        return "list" if all(_scalar(a) for a in inner) else None
-    if get_origin(t) is dict or (isinstance(t, type) and issubclass(t, BaseModel)):
-        return None
-    return "value" if _scalar(t) else None
-
-
-def _scalar(t: Any) -> bool:
-    return t in (int, float, str) or get_origin(t) is Literal or (
-        isinstance(t, type) and not issubclass(t, BaseModel) and t.__module__.startswith(
-            "sdpa_cli.numerics"))  # a parsed value type such as Scaling

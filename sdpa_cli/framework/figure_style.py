@@ -52,10 +52,14 @@ class ShownFigure(Figure):
         return buf.getvalue()
 
 
-def new(width: float, height: float, rows: int = 1, cols: int = 1, **kw):
-    """A figure not registered with pyplot (no global state, no GUI)."""
+def new(width: float, height: float, rows: int = 1, cols: int = 1, *,
+        nrows: int | None = None, ncols: int | None = None, **kw: Any) -> tuple[Any, Any]:
+    """A figure not registered with pyplot (no global state, no GUI) and its axes, always a
+    2-d grid (`axes[row][col]`, also for one panel); the grid is `rows, cols` or matplotlib's
+    `nrows=, ncols=`, and `kw` goes to Figure.subplots (sharex=, width_ratios=, …)."""
     fig = ShownFigure(figsize=(width, height), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, **kw)
+    axes = fig.subplots(rows if nrows is None else nrows, cols if ncols is None else ncols,
+                        squeeze=False, **kw)
     return fig, axes
 
 

@@ -123,3 +123,12 @@ def check() -> None:
     found = problems()
     if found:
         raise InputError(found)
+
+
+def hub_root() -> Path:
+    """The Hugging Face cache's hub folder: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/…/hub
+    (where `sdpa inspect` looks for a model name and `python -m sdpa_cli.fetch` puts one)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME")
+    return Path(home) / "hub" if home else Path.home() / ".cache" / "huggingface" / "hub"

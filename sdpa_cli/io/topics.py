@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from pathlib import Path
 from typing import ClassVar
 
@@ -37,23 +38,80 @@ def pages() -> dict[str, Path]:
 
 
 def title(path: Path) -> str:
-    """A page's title: its first line without the heading's #."""
-    return path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
+    """A page's title as a reader sees it: its first line without the heading's # and
+    without the backticks of inline code (`sdpa gradients` is shown as sdpa gradients)."""
+    return path.read_text(encoding="utf-8").splitlines()[0].lstrip("# ").replace("`", "")
 
 
 class _Verbatim(CodeBlock):
-    """A code block as written: no padding, never wrapped (a wrapped command or table of
-    output reads wrong); a line wider than the terminal runs on, as `git help` shows one."""
+    """A code block as written, no padding; a line wider than the terminal is broken at a
+    space, never mid-word (code_lines), so nothing runs past the edge."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(str(self.text).rstrip("\n"), style="cyan", no_wrap=True, overflow="ignore")
+        lines = code_lines(str(self.text).rstrip("\n"), options.max_width,
+                           shell=self.lexer_name in SHELLS)
+        yield Text("\n".join(lines), style="cyan", no_wrap=True, overflow="ignore")
+
+
+# Code blocks whose lines are shell commands: a command broken in two ends its first part in
+# " \\", so what the terminal shows still pastes as one command.
+SHELLS = ("sh", "bash", "shell", "console")
+_COMMENT = re.compile(r"^(?P<code>.*?\S)(?P<gap> {2,})(?P<hash>#+ ?)(?P<text>.*)$")
+_COMMAND = re.compile(r"^\s*(\$ )?(sdpa|python3?|pip|\.venv/bin/|pytest|ruff|mypy|git) ")
+
+
+def code_lines(text: str, width: int, *, shell: bool = False) -> list[str]:
+    """A code block's lines, each at most `width` columns where spaces allow: a trailing
+    comment is wrapped under its own column, each part starting with its `#`; a command is
+    broken before a word, its first part ending in " \\" and the rest indented four; any
+    other line (a message, YAML) breaks with the rest indented two more than the line."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if cell_len(line) <= width:
+            out.append(line)
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        comment = _COMMENT.match(line)
+        if line.lstrip().startswith("#"):  # a comment line: its words wrapped, each "# "
+            out += _comment(" " * indent, line.lstrip().split(" ", 1)[0] + " ",
+                            line.lstrip().partition(" ")[2], width)
+            continue
+        if comment and cell_len(comment["code"]) <= width - 24:  # beside the code
+            column = len(comment["code"]) + len(comment["gap"])
+            lines = _comment(" " * column, comment["hash"], comment["text"], width)
+            out += [line[:column] + lines[0].lstrip(" "), *lines[1:]]
+            continue
+        if comment and cell_len(comment["code"]) <= width:  # above the code
+            out += _comment(" " * indent, comment["hash"], comment["text"], width)
+            out.append(comment["code"])
+            continue
+        command = shell or bool(_COMMAND.match(line))
+        more = " " * (indent + (4 if command else 2))
+        parts = textwrap.wrap(line.strip(), width - (2 if command else 0),
+                              initial_indent=" " * indent, subsequent_indent=more,
+                              break_long_words=False, break_on_hyphens=False)
+        if command:
+            parts = [p + " \\" for p in parts[:-1]] + parts[-1:]
+        out += parts or [line]
+    return out
+
+
+def _comment(lead: str, mark: str, text: str, width: int) -> list[str]:
+    """A comment's words at `lead`, each line starting with `mark` ("# ")."""
+    parts = textwrap.wrap(text, max(width - len(lead) - len(mark), 20),
+                          break_long_words=False, break_on_hyphens=False)
+    return [lead + mark + part for part in parts or [""]]
+
+
+# A comment, or code (a block or a span, kept whole): a comment inside code is its text.
+_HIDDEN = re.compile(r"(?P<code>```.*?```|`[^`\n]*`)|<!--.*?-->", re.S)
 
 
 def markdown(page: str) -> Markdown:
     """A topic page as rich renders it for a terminal: the comments that say which command
     made each number dropped, paragraphs and lists wrapped to the width, tables fitted
-    (their columns fold), code blocks verbatim."""
-    text = re.sub(r"<!--.*?-->", "", page, flags=re.S)
+    (their columns fold), code blocks verbatim (with any comment a page's code shows)."""
+    text = _HIDDEN.sub(lambda m: m["code"] or "", page)
     return _Page(re.sub(r"\n{3,}", "\n\n", text), hyperlinks=False)
 
 

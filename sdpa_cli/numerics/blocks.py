@@ -8,6 +8,9 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
+
 T = TypeVar("T")
 A = TypeVar("A")
 
@@ -57,6 +60,17 @@ def fold_blocks(
     """
     acc: A = fold_jobs([Job(n_blocks, work, fold, initial)], workers, executor, tick)[0]
     return acc
+
+
+# Arrays of float64, as block work returns them: under strict mypy a bare np.ndarray is
+# ndarray[Any, dtype[Any]], and its arithmetic is Any, so a fold written over it returns Any.
+Floats = NDArray[np.float64]
+
+
+def add(acc: Floats, part: Floats) -> Floats:
+    """The fold of blocks that each return sums of the same shape (Σx, Σx², … per row or
+    per rule): `fold_blocks(blocks, work, add, np.zeros(shape), …)`, typed for strict mypy."""
+    return acc + part
 
 
 def fold_jobs(jobs: Sequence[Job[Any, Any]], workers: int = 1,

@@ -1,4 +1,4 @@
-"""A batch's index.md (a summary with links) and report.html, and its summary on stderr / stdout."""
+"""A batch's index.md (a summary with links) and report.html, and its summary on stdout."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from sdpa_cli.framework.causes import claim_coverage, counts, tally
 from sdpa_cli.framework.claims import verdicts
 from sdpa_cli.framework.documents import cite, document_of, label
 from sdpa_cli.framework.result import AuditEntry, json_header
-from sdpa_cli.report import collect, html_report, provenance, writers
+from sdpa_cli.report import answer, collect, html_report, provenance, writers
 from sdpa_cli.report.collect import INDEX_TITLE, Entry, by_document
+from sdpa_cli.report.formatting import get_commands, skip_reason
 from sdpa_cli.report.html_report import FOLD
 from sdpa_cli.report.outcomes import STATUSES, STYLE, Outcome
 from sdpa_cli.report.runfolder import make_folders, write_batch
-from sdpa_cli.report.terminal import console
+from sdpa_cli.report.terminal import result_console
 from sdpa_cli.report.unchanged import recorded
 
 
@@ -63,14 +64,16 @@ def index_md(items: Sequence[Entry]) -> str:
              "audit; report.html shows the same with the figures.", ""]
     s = provenance.audit_summary(items)
     every = [a for e in items if e.result is not None for a in e.result.audit]
-    lines += ["## Findings", "", f"{audit_headline(every)}.", "",
+    lines += answer.answer_md(items)
+    lines += ["## The documents audited", "", f"{audit_headline(every)}.", "",
               f"{s.checked} printed numbers checked in {s.experiments} experiments: {s.matched} "
               f"match, {len(s.mismatches)} mismatch ({s.accepted} accepted as known findings, "
               f"{len(s.mismatches) - s.accepted} not accepted).", ""]
-    if s.mismatches:
-        lines += ["| document | checked | mismatch | accepted |", "|---|---|---|---|"]
-        lines += [f"| {_md(doc)} | {n} | {bad} | {ok} |" for doc, n, bad, ok in s.per_document]
-        lines.append("")
+    lines += ["| document | printed numbers checked | mismatch | accepted | claims judged |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {_md(d.document)} | {d.checked} | {d.mismatched} | {d.accepted} | "
+              f"{provenance.claims_text(d.claims)} |" for d in s.per_document]
+    lines.append("")
     roots = _root_rows(items)
     if roots:
         lines += ["### Root errors of the documents", "",
@@ -295,7 +298,9 @@ def summary_table(outcomes: Sequence[Outcome]) -> RichTable:
 
 def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
                  described: int | None = None, wrote: bool = True) -> None:
-    con = console()
+    """The batch's result for people, on stdout: the audit's headline, a line per spec, what
+    failed or was skipped and how to get what was missing (said once, here at the end)."""
+    con = result_console()
     audit = [a for o in outcomes for a in _audit_of(o)]
     if audit:  # the documents' root errors and the claims' coverage lead
         con.print(Text(audit_headline(audit), style="bold"))
@@ -305,7 +310,8 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
         if o.status == "error":
             con.print(Text(f"error  {_name(o)}: {o.error}", style="bold red"))
         elif o.status == "skipped" and o.result is not None:
-            con.print(Text(f"skipped {_name(o)}: {o.result.skipped}", style="dim"))
+            con.print(Text(f"skipped {_name(o)}: {skip_reason(o.result.skipped or '')[0]}",
+                           style="dim"))
         elif o.status == "failed" and o.result is not None:
             for c in o.result.checks:
                 if not c.passed:
@@ -314,9 +320,19 @@ def show_summary(outcomes: Sequence[Outcome], root: Path, *, check: bool,
     if failed and not check:
         con.print(Text("(failed checks do not change the exit code without --check)",
                        style="dim"))
+    con.print(Text(wrote_line(outcomes, root, described, wrote), style="dim"))
+    hows = [skip_reason(o.result.skipped)[1] for o in outcomes
+            if o.status == "skipped" and o.result is not None and o.result.skipped]
+    for how in get_commands(hows):  # what was missing, and the one way to get it: last
+        con.print(Text(f"get what the skipped specs need with: {how}", style="bold"))
+
+
+def wrote_line(outcomes: Sequence[Outcome], root: Path, described: int | None,
+               wrote: bool) -> str:
+    """What the batch wrote: index.md and report.html (and how many run folders they
+    describe, when more than this batch's), or that --no-write wrote nothing."""
+    if not wrote:
+        return "--no-write: nothing was written"
     more = "" if described is None or described == len(outcomes) else (
         f" (they describe all {described} run folders there)")
-    if not wrote:
-        con.print(Text("--no-write: nothing was written", style="dim"))
-        return
-    con.print(Text(f"wrote {root / 'index.md'} and {root / 'report.html'}{more}", style="dim"))
+    return f"wrote {root / 'index.md'} and {root / 'report.html'}{more}"

@@ -147,9 +147,9 @@ def by_document(items: Sequence[Entry]) -> list[tuple[str, str, list[Entry]]]:
     groups: list[tuple[str, str, list[Entry]]] = []
     for e in items:
         doc = document_of(e.source)
-        if doc is not None:
+        if doc is not None:  # named as every table and line names it: one title each
             key = f"doc-{DOCUMENTS.index(doc)}"
-            heading = f"{doc.title}"
+            heading = doc.label
         else:
             key, heading = "doc-other", "Other experiments"
         if not groups or groups[-1][0] != key:

@@ -6,9 +6,13 @@ from __future__ import annotations
 import filecmp
 import json
 import math
+import sys
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rich.text import Text
 
 from sdpa_cli import __version__
 from sdpa_cli.errors import (
@@ -22,7 +26,8 @@ from sdpa_cli.errors import (
 from sdpa_cli.framework.result import clean
 from sdpa_cli.io.environment import check_path
 from sdpa_cli.report import ownfiles, write_stdout
-from sdpa_cli.report.writers import md_text
+from sdpa_cli.report.compare_text import markdown, summary_lines, verdict_line
+from sdpa_cli.report.terminal import result_console
 
 SCHEMA_VERSION = 1
 FIGURES = (".png", ".svg")
@@ -306,106 +311,7 @@ def exit_code(doc: dict[str, Any]) -> int:
     return EXIT_OK if doc["agree"] else EXIT_CHECK_FAILED
 
 
-# --- rendering ---------------------------------------------------------------------------------
-
-
-def _v(x: Any) -> str:
-    if isinstance(x, float):
-        return f"{x:.6g}"
-    return "—" if x is None else str(x)
-
-
-def _judged(q: dict[str, Any]) -> str:
-    if q["kind"] == "monte-carlo":
-        return f"{q['z']:+.2f} se" + ("" if q["agree"] else " ✗")
-    if q["kind"] == "exact":
-        return "equal" if q["agree"] else "differs ✗"
-    return "random, no se"
-
-
-def markdown(doc: dict[str, Any]) -> str:
-    """The comparison in Markdown; every name and value from the folders through md_text
-    (a tampered results.json holds what its writer liked: HTML, escape sequences)."""
-    t = md_text
-    verdict = "agree" if doc["agree"] else "DIFFER"
-    if doc["mode"] == "exact":
-        return "\n".join([f"# sdpa compare --exact: {t(doc['a'])} vs {t(doc['b'])}: {verdict}",
-                          "", *(f"- {t(p)}" for p in doc["problems"])]) + "\n"
-    lines = [f"# sdpa compare: {t(doc['a'])} vs {t(doc['b'])}: {verdict}", "",
-             f"Monte Carlo quantities agree within ±{doc['tolerance']:g} standard errors; "
-             "deterministic ones must be equal.", ""]
-    lines += [f"- {t(p)}" for p in doc["problems"]]
-    for r in doc["runs"]:
-        lines += ["", f"## {t(r['name'])}: {'agree' if r['agree'] else 'DIFFER'}", ""]
-        lines += [f"- {t(p)}" for p in r["problems"]]
-        if r["parameters"]:
-            lines += ["| parameter | A | B |", "|---|---|---|"]
-            lines += [f"| {t(p['key'])} | {t(_v(p['a']))} | {t(_v(p['b']))} |"
-                      for p in r["parameters"]]
-            lines.append("")
-        lines += ["| table | row | quantity | A | B | judged |", "|---|---:|---|---:|---:|---|"]
-        lines += [f"| {t(q['table'])} | {q['row']} | {t(q['field'])} | {t(_v(q['a']))} | "
-                  f"{t(_v(q['b']))} | {_judged(q)} |" for q in r["quantities"]]
-        if r["figures"]:
-            lines += ["", "| figure | bytes |", "|---|---|"]
-            lines += [f"| {t(f['file'])} | {'same' if f['same'] else 'differ'} |"
-                      for f in r["figures"]]
-    return "\n".join(lines) + "\n"
-
-
-def summary_lines(doc: dict[str, Any]) -> list[str]:
-    """The terminal report: per run a verdict, then only what disagrees."""
-    out = list(doc["problems"])
-    if doc["mode"] == "exact":
-        return [*out, f"byte for byte (manifests aside): "
-                      f"{'identical' if doc['agree'] else 'they differ'}"]
-    for r in doc["runs"]:
-        qs = r["quantities"]
-        mc = [q for q in qs if q["kind"] == "monte-carlo"]
-        worst = max((abs(q["z"]) for q in mc), default=0.0)
-        head = (f"{'agree ' if r['agree'] else 'DIFFER'} {r['name']}: {len(qs)} quantities "
-                f"({len(mc)} Monte Carlo, largest |Δ| = {worst:.2f} se)")
-        if r["parameters"]:
-            head += "; parameters differ: " + ", ".join(
-                f"{p['key']} {_v(p['a'])} → {_v(p['b'])}" for p in r["parameters"][:6])
-        out.append(head)
-        out += [f"    {p}" for p in r["problems"]]
-        out += [f"    {q['table']}[{q['row']}].{q['field']}: {_v(q['a'])} vs {_v(q['b'])} "
-                f"({_judged(q)})" for q in qs if not q["agree"]]
-        out += _figure_lines(r["figures"])
-    out.append(verdict_line(doc))
-    return out
-
-
-def verdict_line(doc: dict[str, Any]) -> str:
-    """Both facts the exit code rests on: how the compared runs came out, and the runs found
-    on one side only (issue 34: all agreeing runs beside a missing one read "they differ")."""
-    runs = doc["runs"]
-    differ = sum(not r["agree"] for r in runs)
-    only = len(doc["problems"])
-    text = (f"{len(runs)} run(s) compared: " + ("all agree" if not differ else
-            f"{differ} differ, {len(runs) - differ} agree")
-            + f" (tolerance ±{doc['tolerance']:g} se)")
-    if only:
-        text += (f"; {only} run folder(s) on one side only: the folders do not hold the same "
-                 "runs (exit 1)")
-    elif differ:
-        text += " (exit 1)"
-    return text
-
-
-def _figure_lines(figures: list[dict[str, Any]]) -> list[str]:
-    """A figure that is in one folder only is said to be so, not to differ; a side with no
-    figure at all was run with --no-plots (or lost them), said once for all."""
-    if not figures:
-        return []
-    for side, other, key in (("A", "B", "in_a"), ("B", "A", "in_b")):
-        if not any(f[key] for f in figures):
-            return [f"    no figures in {side} (run with --no-plots?); {other} has "
-                    f"{len(figures)}: not compared"]
-    return [f"    figure {f['file']} " + ("differs" if f["in_a"] and f["in_b"] else
-                                          "only in A" if f["in_a"] else "only in B")
-            for f in figures if not f["same"]]
+# --- rendering: compare_text ------------------------------------------------------------------
 
 
 def as_json(doc: dict[str, Any]) -> str:
@@ -415,16 +321,20 @@ def as_json(doc: dict[str, Any]) -> str:
 
 def run(a: Path, b: Path, *, tolerance: float, fmt: str, exact_mode: bool,
         quiet: bool) -> int:
-    """`sdpa compare`: the document on stdout for json/markdown, the summary on stderr."""
-    import sys
-
+    """`sdpa compare`: the summary on stdout, or the json/markdown document in its place."""
 
     doc = exact_doc(a, b) if exact_mode else compare(a, b, tolerance=tolerance)
     if fmt == "json":
         write_stdout(as_json(doc))
     elif fmt == "markdown":
         write_stdout(markdown(doc))
-    if not quiet:
-        for line in summary_lines(doc):
-            print(one_line(line), file=sys.stderr)  # names and fields from the files
+    if not quiet and fmt == "table":
+        con = result_console()  # the comparison is the command's result: stdout
+        for line in summary_lines(doc):  # names and fields from the files: one line each
+            indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+            con.print(Text("\n".join(textwrap.wrap(
+                one_line(line), con.width, subsequent_indent=indent, break_on_hyphens=False,
+                break_long_words=False)) or line, overflow="fold"))
+    elif not quiet:  # the document on stdout; its verdict, for the person watching, here
+        print(one_line(verdict_line(doc)), file=sys.stderr)
     return exit_code(doc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import sys
 import textwrap
@@ -73,9 +74,17 @@ def listing_document(entries: Sequence[Listed], fmt: str, width: int | None = No
 
 
 def show_listing(entries: Sequence[Listed], fmt: str) -> None:
-
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    """--list on stdout: the text wrapped at the terminal's width, or at COLUMNS (else 80)
+    in a pipe, where a person reads it through `less` or `head`."""
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else piped_width()
     write_stdout(listing_document(entries, fmt, width))
+
+
+def piped_width() -> int:
+    """The width for text into a pipe: COLUMNS when it is a plausible width, else 80."""
+    given = os.environ.get("COLUMNS", "")
+    ok = given.isascii() and given.isdigit() and len(given) <= 4 and int(given) >= 40
+    return int(given) if ok else 80
 
 
 def batch_document(results: Sequence[Result], fmt: str) -> str | None:
@@ -146,7 +155,7 @@ def folders_line(results: Sequence[tuple[Result, Path | None]]) -> str | None:
 
 def show_batch(results: Sequence[tuple[Result, Path | None]], *, check: bool,
                out: Console | None = None) -> None:
-    """The --all report on stderr: one summary row per example, then what failed."""
+    """The --all report (on stdout): one summary row per example, then what failed."""
     con = out or terminal.console()
     con.print(summary_table(results))
     sources = sorted({label(r.source.split(",")[0]) for r, _ in results})

@@ -16,7 +16,7 @@ from sdpa_cli.framework.claims import Verdict, verdicts
 from sdpa_cli.framework.documents import label
 from sdpa_cli.framework.result import AuditEntry
 from sdpa_cli.report.collect import Entry, by_document
-from sdpa_cli.report.formatting import claim_evidence
+from sdpa_cli.report.formatting import claim_html, headers_of
 from sdpa_cli.report.outcomes import STATUSES
 from sdpa_cli.report.provenance import root_lines
 
@@ -98,13 +98,15 @@ def _claims(items: Sequence[Entry]) -> str:
     def row(v: Verdict) -> str:
         first = v.entries[0]
         word = v.status + (" (fragile)" if v.fragile else "")
-        evidence = claim_evidence(first) + (f" — {v.why}" if v.why else "")
+        run = runs.get(first.spec_name or "")
+        headers = headers_of((run.result.table, *run.result.tables)) \
+            if run is not None and run.result is not None else {}
         links = ", ".join(_link(runs[n]) if n in runs else _e(n) for n in v.specs)
         return (f'<tr class="{tint.get(v.status, "")}">'
                 f'<td class="text"><span class="status claim-{v.status}">{_e(word)}</span>'
                 f'</td><td class="text">{_e(label(v.document))}</td>'
                 f'<td class="text">{_e(v.claim)}</td>'
-                f'<td class="text">{_e(evidence)}</td>'
+                f'<td class="text">{claim_html(first, headers, v.why)}</td>'
                 f'<td class="text">{links}</td></tr>')
 
     def table(rows: list[Verdict]) -> str:
@@ -132,7 +134,7 @@ def findings_summary(items: Sequence[Entry]) -> str:
     claims = [a for a in audit if a.kind == "claim"]
     counts = (f"claims: {claim_coverage(audit)}" if claims else
               "claims: none judged in these experiments")
-    return ('<div id="findings" class="findings"><h2>Findings</h2>'
+    return ('<div id="findings" class="findings"><h2>The documents audited</h2>'
             f'<p class="summary"><strong>{_e(head)}</strong><br>'
             f"<strong>{_e(counts)}</strong><br>"
             'Errors are counted per printed line; the values that inherit them, per number. '

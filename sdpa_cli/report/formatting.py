@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sdpa_cli.framework.common import percent
@@ -111,3 +113,115 @@ def claim_evidence(a: AuditEntry) -> str:
     if a.robustness:
         parts.append(a.robustness)
     return " — ".join(p for p in parts if p)
+
+
+# A skipped run's reason ends in the way to get what was missing: "…; get it with: COMMAND".
+GET = "; get it with: "
+FETCH = "python -m sdpa_cli.fetch "  # the package's fetcher (sdpa_cli.fetch.command)
+
+
+def skip_reason(text: str) -> tuple[str, str]:
+    """A skip's reason, and the command that gets what was missing ("" if it names none)."""
+    why, _, how = text.partition(GET)
+    return why, how.strip()
+
+
+def get_commands(hows: Sequence[str]) -> list[str]:
+    """The commands that get what skipped runs missed, each once: the package's fetcher
+    once for every model it fetches (`python -m sdpa_cli.fetch gemma3 smollm2`)."""
+    names: list[str] = []
+    others: list[str] = []
+    for how in hows:
+        if how.startswith(FETCH):
+            names += how[len(FETCH):].split()
+        elif how and how not in others:
+            others.append(how)
+    return ([FETCH + " ".join(sorted(set(names)))] if names else []) + others
+
+
+# A claim's test as the audit writes it: "mean_max_prob (scaling none, dim 4096) = 0.98 ±
+# 0.000423 > 0.9: yes" (framework.claims); the report says it in words first.
+_TEST = re.compile(r"^(?P<lhs>.+?) = (?P<x>\S+)(?: ± \S+)? (?P<op>[<>≈]) (?P<rhs>.+?): "
+                   r"(?P<ans>yes|no)(?P<noise> \(within noise\))?$")
+_LABEL = re.compile(r"^(?:(?P<part>[\w-]+)/)?(?P<q>[^\s(]+)(?: \((?P<at>[^)]*)\))?$")
+_BAR = re.compile(r"^(?:(?P<times>\S+) × )?(?P<label>.+?) = (?P<value>\S+)$")
+_OPS = {"<": "below", ">": "above", "≈": "about"}
+BEYOND = " [beyond the claim's setting: "
+
+
+def _short_number(text: str) -> str:
+    try:
+        return f"{float(text):.3g}"
+    except ValueError:
+        return text
+
+
+def _label_parts(label: str, headers: Mapping[str, str]) -> tuple[str, str]:
+    """`mean_max_prob (scaling none, dim 4096)` → (`mean max weight`, `none, d = 4096`), the
+    names as the run's own tables head their columns."""
+    m = _LABEL.match(label.strip())
+    if m is None:
+        return label, ""
+    q = m["q"]
+    base = re.split(r"[\[.]", q, maxsplit=1)[0]
+    name = headers.get(base, base.replace("_", " ")) + q[len(base):]
+    at = []
+    for part in (m["at"] or "").split(", "):
+        key, _, value = part.partition(" ")
+        if part:
+            at.append(value if key == "scaling" else f"{headers.get(key, key)} = {value}")
+    return name, ", ".join(at)
+
+
+def _bar_words(rhs: str, name: str, headers: Mapping[str, str]) -> str:
+    """The bar a test compares with: a number, or another measurement ("its 0.686 at none,
+    d = 16" when it is the same quantity elsewhere)."""
+    bar = _BAR.match(rhs)
+    if bar is None:
+        return _short_number(rhs)
+    times = f"{_short_number(bar['times'])} × " if bar["times"] else ""
+    other, at = _label_parts(bar["label"], headers)
+    value = _short_number(bar["value"])
+    if other == name:
+        return f"{times}its {value}" + (f" at {at}" if at else "")
+    return f"{times}{other}" + (f" at {at}" if at else "") + f" ({value})"
+
+
+def measurement_words(text: str, headers: Mapping[str, str]) -> str:
+    """A claim's measurement in words: each test as "what (where) is x, below/above/about
+    the bar ✓/✗", names from the run's column headers, numbers to 3 digits, no standard
+    error (the measurement itself, folded beside it, has them). A measurement that is not
+    in the tests' form is a study's own sentence, already in words: it is returned whole."""
+    body, sep, beyond = text.partition(BEYOND)
+    out = []
+    for test in body.split("; "):
+        m = _TEST.match(test)
+        if m is None:
+            return text
+        name, at = _label_parts(m["lhs"], headers)
+        out.append(f"{name}" + (f" at {at}" if at else "") + f" is {_short_number(m['x'])}, "
+                   f"{_OPS[m['op']]} {_bar_words(m['rhs'], name, headers)} "
+                   f"{'✓' if m['ans'] == 'yes' else '✗'}"
+                   + (" (within noise)" if m["noise"] else ""))
+    return "; ".join(out) + (f" (beyond the claim's setting: {beyond.rstrip(']')})"
+                             if sep else "")
+
+
+def claim_html(a: AuditEntry, headers: Mapping[str, str], why: str = "") -> str:
+    """A claim's evidence for a report row: its measurement in words first (and the note
+    that reads it), the machine detail (the measurement as tested, premise, robustness)
+    folded under it. HTML, escaped."""
+    if a.status == "untested":
+        words = f"untested: {a.reason}"
+    else:
+        words = measurement_words(a.measurement or "", headers)
+    shown = [words, *([a.note] if a.note else []), *([why] if why else [])]
+    detail = claim_evidence(a)
+    folded = (f'<details class="machine"><summary>as measured</summary>'
+              f"{html.escape(detail)}</details>" if detail and detail != words else "")
+    return " — ".join(html.escape(x) for x in shown if x) + folded
+
+
+def headers_of(tables: Sequence[Any]) -> dict[str, str]:
+    """Each column's key → its header, over a result's tables (the names claims use)."""
+    return {c.key: c.header for t in tables for c in t.columns}

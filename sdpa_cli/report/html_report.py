@@ -1,6 +1,7 @@
 """report.html: a batch folder's experiments on one page, as the documents go. The page opens
-with the answers; each experiment's detail is folded, and its figures are the PNG files of its
-run folder beside the page (so the page stays light: a link, not a copy)."""
+with the answer to "why √d_k?", measured, then the audit; each experiment's detail is folded,
+and its figures are the PNG files of its run folder beside the page (so the page stays light:
+a link, not a copy)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ from sdpa_cli.framework.documents import cite, label
 from sdpa_cli.framework.result import Result, Table
 from sdpa_cli.io import topics
 from sdpa_cli.report import provenance
+from sdpa_cli.report.answer import CSS as ANSWER_CSS
+from sdpa_cli.report.answer import answer_html, steps
 from sdpa_cli.report.collect import Entry, by_document
 from sdpa_cli.report.findings_html import findings_summary
 from sdpa_cli.report.formatting import (
     audit_number,
     cell,
-    claim_evidence,
+    claim_html,
+    headers_of,
     number,
     number_status,
     verdict_word,
@@ -50,6 +54,8 @@ figure { margin: .8rem 0; break-inside: avoid; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e3e6ee; }
 details.detail { margin: .4rem 0 .8rem; border-left: 3px solid #d8dce6; padding-left: .8rem; }
 details.detail > summary { font-weight: 400; color: #3d4556; }
+details.machine { margin: .2rem 0 0; font-size: .8rem; color: #5b6475; }
+details.machine > summary { font-weight: 400; }
 ul.found { margin: .3rem 0; }
 figcaption { color: #3d4556; font-size: .9rem; max-width: 60rem; }
 pre { background: #f6f7fa; padding: .6rem .8rem; font-size: .85rem; white-space: pre-wrap;
@@ -157,10 +163,11 @@ def _claim_rows(r: Result) -> str:
     claims = [a for a in r.audit if a.kind == "claim"]
     if not claims:
         return ""
+    headers = headers_of((r.table, *r.tables))
     rows = "".join(
         f'<tr><td class="text"><span class="status claim-{a.status}">{_e(verdict_word(a))}'
         f'</span></td><td class="text">{_e(cite(a.source))}</td><td class="text">'
-        f'{_e(a.quantity)}</td><td class="text">{_e(claim_evidence(a))}</td></tr>'
+        f'{_e(a.quantity)}</td><td class="text">{claim_html(a, headers)}</td></tr>'
         for a in claims)
     inner = ('<table><thead><tr><th class="text">verdict</th><th class="text">where</th>'
              '<th class="text">claim</th><th class="text">measurement or reason</th></tr>'
@@ -270,7 +277,8 @@ def _reference(items: Sequence[Entry]) -> str:
 
 def _contents(items: Sequence[Entry]) -> str:
     out = ['<nav id="contents"><h2>Contents</h2><ol>',
-           '<li><a href="#findings">Findings</a></li>',
+           *(['<li><a href="#answer">The answer, measured</a></li>'] if steps(items) else []),
+           '<li><a href="#findings">The documents audited</a></li>',
            '<li><a href="#audit">Audit of the documents\' printed numbers</a></li>',
            '<li><a href="#provenance">Provenance</a></li>',
            '<li><a href="#reference">Reference pages</a></li>']
@@ -294,12 +302,14 @@ def _audit_summary(items: Sequence[Entry]) -> str:
             f"{s.experiments} experiments: <strong>{s.matched}</strong> match, "
             f"<strong>{len(s.mismatches)}</strong> mismatch ({s.accepted} accepted as known "
             f"findings of the documents, {len(s.mismatches) - s.accepted} not accepted).</p>")
+    counts = "".join(f'<tr><td class="text">{_e(d.document)}</td><td>{d.checked}</td>'
+                     f"<td>{d.mismatched}</td><td>{d.accepted}</td><td class=\"text\">"
+                     f"{_e(provenance.claims_text(d.claims))}</td></tr>" for d in s.per_document)
+    head += ('<table><thead><tr><th class="text">document</th><th>printed numbers checked'
+             '</th><th>mismatch</th><th>accepted</th><th class="text">claims judged</th></tr>'
+             f"</thead><tbody>{counts}</tbody></table>")
     if not s.mismatches:
         return head
-    counts = "".join(f'<tr><td class="text">{_e(doc)}</td><td>{n}</td><td>{bad}</td>'
-                     f"<td>{ok}</td></tr>" for doc, n, bad, ok in s.per_document)
-    head += ('<table><thead><tr><th class="text">document</th><th>checked</th>'
-             f"<th>mismatch</th><th>accepted</th></tr></thead><tbody>{counts}</tbody></table>")
     rows = "".join(
         f'<tr class="{"accepted" if a.accepted else "mismatch"}">'
         f'<td class="text">{_e(doc)}</td><td class="text"><a href="#{e.anchor}">{_e(e.name)}'
@@ -341,11 +351,11 @@ def report_html(items: Sequence[Entry], root: Path) -> str:
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         f"<meta name=\"generator\" content=\"{GENERATOR}\">\n"
-        f"<title>sdpa report</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<title>sdpa report</title>\n<style>{_CSS}{ANSWER_CSS}</style>\n</head>\n<body>\n"
         "<h1 id=\"top\">sdpa: why attention divides QKᵀ by √d_k</h1>\n"
         f'<p class="meta">{_e(provenance.headline(items))}, in the order of the documents '
         "they reproduce.</p>\n"
-        f"{findings_summary(items)}\n"
+        f"{answer_html(items)}\n{findings_summary(items)}\n"
         f"{_contents(items)}\n{_audit_summary(items)}\n{_provenance(items)}\n"
         + "\n".join(groups) + f"\n{_reference(items)}\n</body>\n</html>\n"
     )

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdpa_cli.errors import RunError
+from sdpa_cli.errors import RunError, SdpaError
 from sdpa_cli.framework.context import RunContext
 from sdpa_cli.framework.result import Result
 from sdpa_cli.numerics.blocks import Tick
-from sdpa_cli.report import ci, dvc, manifest, terminal, unchanged, writers
+from sdpa_cli.report import ci, dvc, manifest, ownfiles, terminal, unchanged, writers
 from sdpa_cli.report.figures import render
 from sdpa_cli.report.runfolder import RunFolder, check_replaceable, preflight
 from sdpa_cli.report.runfolder import check_batch as check_batch  # for the batch runner
@@ -35,7 +35,7 @@ class Settings:
 
     out: Path | None = None  # exact run folder; default <root>/<name>
     root: Path = Path("outputs")
-    fmt: str = "table"  # table: rich on stderr only; others: that document on stdout
+    fmt: str = "table"  # table: the human report on stdout; others: that document
     plots: bool = True
     svg: bool = False
     dpi: int | None = None  # PNG pixels per inch; None: the screen default
@@ -69,9 +69,10 @@ def target_for(name: str, settings: Settings) -> Path:
     return target
 
 
-def ready(target: Path) -> None:
-    """Probe that the run folder's parent is writable before the study runs (exit 1)."""
-    preflight(target)
+def ready(target: Path, flag: str | None = None) -> None:
+    """Probe that the run folder's parent is writable before the study runs: a path that
+    can hold no files is bad input naming `flag` (exit 2), a full or read-only disk exit 1."""
+    preflight(target, flag)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -141,7 +142,7 @@ def figure_files(result: Result, settings: Settings) -> list[str]:
 
 
 def document(result: Result, fmt: str, settings: Settings | None = None) -> str | None:
-    """What --format puts on stdout (None for the human table, which goes to stderr)."""
+    """What --format puts on stdout (None for the human report, terminal.show)."""
     if fmt == "json":
         return writers.results_json(result)
     if fmt == "csv":
@@ -166,15 +167,57 @@ def write_stdout(text: str) -> None:
                            "folder, if any, is written)") from None
 
 
-def emit(result: Result, settings: Settings, folder: Path | None) -> None:
-    """stdout carries exactly the requested document; people read stderr."""
+def emit(result: Result, settings: Settings, folder: Path | None,
+         after: Sequence[str] = ()) -> None:
+    """The run's result on stdout: the human report, or with --format exactly that document
+    in its place. stderr carries what is not the result: with a document, the failed checks,
+    why nothing was measured and where the files went (-q: the failed checks alone). `after`:
+    what else the run changed (the batch report beside it), said after the files."""
     text = document(result, settings.fmt, settings)
+    if text is None and not settings.quiet:
+        terminal.show(result, folder, out=terminal.result_console(), check=settings.check,
+                      wide=settings.wide, explain=settings.explain, after=after)
+        return
     if text is not None:
         write_stdout(text)
-    if not settings.quiet:
-        terminal.show(result, folder, check=settings.check, wide=settings.wide,
-                      explain=settings.explain)
-    else:  # -q silences the report, never a failure: one line per failed check
-        for c in result.checks:
-            if not c.passed:
-                print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
+    for c in result.checks:  # never silenced: a failure is said, whatever -q or --format
+        if not c.passed:
+            print(f"sdpa: {result.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
+    if settings.quiet:
+        return
+    if result.skipped is not None:
+        print(f"sdpa: {result.name}: skipped: nothing was measured: {result.skipped}",
+              file=sys.stderr)
+    if folder is not None:
+        print(terminal.written(folder), file=sys.stderr)
+    for line in after:
+        print(line, file=sys.stderr)
+
+
+def earlier_run(target: Path) -> str | None:
+    """What a run about to replace `target` replaces, in a line (None when there is no
+    earlier run there): the command that made it, when it ended, its seed and status, and
+    how many figures go with it, read from its manifest before the folder is swapped."""
+    try:
+        doc = ownfiles.parse(target / "manifest.json")
+    except (OSError, SdpaError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    argv = doc.get("argv")
+    words = [manifest.printable_arg(str(a)) for a in argv[1:]] if isinstance(argv, list) else []
+    made = " ".join(["sdpa", *words]) if words else "an earlier sdpa"
+    if len(made) > 70:
+        made = made[:69] + "…"
+    ended = str(doc.get("ended") or "")[:16].replace("T", " ")
+    seed = doc.get("seed")
+    entropy = seed.get("entropy") if isinstance(seed, dict) else None
+    outputs = doc.get("outputs")
+    pictures = sum(1 for o in outputs if isinstance(o, dict)
+                   and str(o.get("path", "")).endswith((".png", ".svg"))) \
+        if isinstance(outputs, list) else 0
+    facts = [f"{ended} UTC" if ended else "", f"seed {entropy}" if entropy is not None else "",
+             str(doc.get("status") or ""),
+             f"{pictures} figure{'s' if pictures != 1 else ''}" if pictures else ""]
+    return (f"replaced the earlier run in {target}/: {made} ("
+            + ", ".join(f for f in facts if f) + ")")

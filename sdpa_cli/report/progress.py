@@ -2,7 +2,7 @@
 shows both bars; a single study command (`Progress.blocks_only`) only the blocks bar. Each
 finished spec prints one line with the batch's elapsed and remaining time (a plain line, so a
 log gets one line per spec and no carriage-return residue); the remaining time is the cost
-model's plan for the specs still to run (Progress.left)."""
+model's plan for the specs still to run at the pace measured so far (Progress.left)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ from sdpa_cli.report.eta import minutes
 from sdpa_cli.report.outcomes import STYLE
 from sdpa_cli.report.terminal import console
 
+# After this many specs have run, the time left follows their measured pace alone.
+FIRST_SPECS = 3
+
 
 class Progress:
     def __init__(self, total: int, *, quiet: bool = False, specs: bool = True,
@@ -35,6 +38,7 @@ class Progress:
         self.estimates = list(estimates)
         self.began = time.monotonic()
         self.spent = self.expected = 0.0  # seconds taken and estimated by specs that ran
+        self.ran = 0  # how many specs ran (a kept one did not)
         self.specs = specs  # False: no specs bar (one study), the blocks bar alone
         self.blocks_label = blocks
         self.quiet = quiet
@@ -85,17 +89,20 @@ class Progress:
 
     def left(self, after: int) -> float | None:
         """Estimated seconds still to go once specs 0 … after−1 are done: the plan (the cost
-        model's estimates of the specs still to run), corrected only as far as the specs run
-        so far, weighed against half the whole plan, show this machine faster or slower. One
-        slow spec early barely moves it (the issue's first spec took 3× its estimate and the
-        old rate-based figure said ~21:36 for a batch that ended 5 minutes later); a whole
-        batch on a machine twice as slow moves it most of the way. None without estimates."""
+        model's estimates of the specs still to run) times this machine's pace (the seconds
+        the specs run so far took per second they were estimated). The first specs' pace is
+        weighed against half the plan, a weight that is gone once FIRST_SPECS have run: one
+        slow first spec barely moves the estimate, and from then on it follows the measured
+        rate (a batch on a machine 3.4× busier than the plan's said "~0:10 left" with
+        minutes to go when the plan kept half its weight throughout). None without
+        estimates."""
         if not self.estimates:
             return None
         rest = sum(self.estimates[after:])
-        prior = 0.5 * sum(self.estimates)
-        pace = (self.spent + prior) / (self.expected + prior) if prior > 0 else 1.0
-        return rest * pace
+        prior = 0.5 * sum(self.estimates) * max(0.0, 1.0 - self.ran / FIRST_SPECS)
+        if self.expected + prior <= 0:
+            return rest
+        return rest * (self.spent + prior) / (self.expected + prior)
 
     def left_text(self, after: int) -> str:
         left = self.left(after)
@@ -109,6 +116,7 @@ class Progress:
         if not kept and i < len(self.estimates):
             self.spent += seconds
             self.expected += self.estimates[i]
+            self.ran += 1
         if self.quiet:
             return
         line = Text(f"{self.label} ")

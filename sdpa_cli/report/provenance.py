@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sdpa_cli
 from sdpa_cli import __version__
 from sdpa_cli.framework.causes import grouped, tally
-from sdpa_cli.framework.documents import label
+from sdpa_cli.framework.claims import verdicts
+from sdpa_cli.framework.documents import DOCUMENTS, label
 from sdpa_cli.framework.result import AuditEntry, Result
 from sdpa_cli.report.collect import Entry, git_commit
 from sdpa_cli.report.formatting import audit_number
@@ -61,30 +62,52 @@ def headline(items: Sequence[Entry]) -> str:
 
 
 @dataclass(frozen=True)
+class DocumentCount:
+    """One document's row of the per-document table: its printed numbers and its claims."""
+
+    document: str  # as every line names it (documents.label)
+    checked: int = 0
+    mismatched: int = 0
+    accepted: int = 0
+    claims: dict[str, int] = field(default_factory=dict)  # verdict → claims (each once)
+
+
+@dataclass(frozen=True)
 class AuditSummary:
     experiments: int  # experiments with at least one printed number
     checked: int
     matched: int
     accepted: int
     mismatches: tuple[tuple[Entry, str, AuditEntry], ...]  # (experiment, document, entry)
-    # (document, printed numbers checked, mismatched, accepted), in the documents' order
-    per_document: tuple[tuple[str, int, int, int], ...] = ()
+    # every one of the five documents, in their order (a document no run audits too), then
+    # any other source the specs cite, each by the one name it has everywhere
+    per_document: tuple[DocumentCount, ...] = ()
+
+
+def document_name(a: AuditEntry, e: Entry) -> str:
+    """The document an audit entry itself quotes, by label(): one of the five, another work
+    a spec cites ("Nakanishi 2025 (arXiv:…), Figure 1"), else its experiment's document."""
+    head, sep, _ = a.source.partition(", ")
+    if label(head.strip()) != head.strip() or sep:
+        return label(head.strip())
+    return label(e.source.split(",")[0].strip()) if e.source else e.name
 
 
 def audit_summary(items: Sequence[Entry]) -> AuditSummary:
     checked = matched = accepted = audited = 0
     bad: list[tuple[Entry, str, AuditEntry]] = []
-    docs: dict[str, list[int]] = {}
+    docs: dict[str, list[int]] = {d.label: [0, 0, 0] for d in DOCUMENTS}
+    every: list[AuditEntry] = []
     for e in items:
         if e.result is None or not e.result.audit:
             continue
         audited += 1
-        doc = label(e.source.split(",")[0]) if e.document else \
-            e.source.split(",")[0] or e.name
-        tally = docs.setdefault(doc, [0, 0, 0])
+        every += e.result.audit
         for a in e.result.audit:
             if a.kind != "number":
                 continue
+            doc = document_name(a, e)
+            tally = docs.setdefault(doc, [0, 0, 0])
             checked += 1
             tally[0] += 1
             if a.status == "mismatch":
@@ -94,7 +117,13 @@ def audit_summary(items: Sequence[Entry]) -> AuditSummary:
                 tally[2] += bool(a.accepted)
             else:
                 matched += 1
-    per_doc = tuple((doc, c[0], c[1], c[2]) for doc, c in docs.items())
+    claims: dict[str, Counter[str]] = {}
+    for v in verdicts([a for a in every if a.kind == "claim"]):
+        claims.setdefault(label(v.document), Counter())[v.status] += 1
+    for doc in claims:
+        docs.setdefault(doc, [0, 0, 0])
+    per_doc = tuple(DocumentCount(doc, c[0], c[1], c[2], dict(claims.get(doc, {})))
+                    for doc, c in docs.items())
     return AuditSummary(audited, checked, matched, accepted, tuple(bad), per_doc)
 
 
@@ -125,3 +154,9 @@ def collect(items: Sequence[Entry]) -> Provenance:
                   if e.result is not None and e.result.spec.get("seed") is not None)
     return Provenance(__version__, git_commit(Path(sdpa_cli.__file__).resolve().parent),
                       tuple(run_sdpa), dict(common), ", ".join(others), seeds)
+
+
+def claims_text(counts: dict[str, int]) -> str:
+    """`4 holds, 1 fails` in the verdicts' order, or — when no claim of it is judged."""
+    from_order = ("holds", "partly", "fails", "untested")
+    return ", ".join(f"{counts[v]} {v}" for v in from_order if counts.get(v)) or "—"

@@ -293,14 +293,25 @@ def write_batch(root: Path, files: dict[str, bytes],
                 tmp.unlink()
 
 
-def preflight(target: Path) -> None:
-    """Fail fast (exit 1), before any computing, if the run folder cannot be written."""
+# The machine's state (a full or read-only disk, a failing device): exit 1, as any failed
+# write. Any other failure means the path named can hold no run folder (/proc/x, a folder of
+# someone else's): bad input, exit 2, naming the flag that named it.
+_STATE = (errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO)
+
+
+def preflight(target: Path, flag: str | None = None) -> None:
+    """Fail fast, before any computing, if the run folder cannot be written: exit 2 naming
+    `flag` (--out, output folder) when the path can hold no files, exit 1 when the disk
+    cannot take them now."""
     probe = target.parent / f".{target.name}.probe-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         make_folders(target.parent)
         probe.write_bytes(b"sdpa")
     except OSError as e:
-        raise RunError(f"cannot write in {target.parent}: {e.strerror or e}") from None
+        message = f"cannot write in {target.parent}: {e.strerror or e}"
+        if flag is not None and e.errno not in _STATE:
+            raise InputError(Problem(message, flag=flag)) from None
+        raise RunError(message) from None
     finally:
         with contextlib.suppress(OSError):  # a read-only file system refuses even this
             probe.unlink(missing_ok=True)

@@ -1,4 +1,5 @@
-"""Human output on stderr: rich tables for results, checks and audit findings."""
+"""Human output: a run's result on stdout, progress and warnings on stderr; rich tables for
+results, checks and audit findings."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel as RichPanel
@@ -14,13 +16,14 @@ from rich.segment import Segment
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from sdpa_cli.errors import printable
+from sdpa_cli import process  # noqa: F401 - registers the sdpa-people error handler
+from sdpa_cli.errors import RunError, printable
 from sdpa_cli.framework.causes import claim_coverage, grouped, tally
 from sdpa_cli.framework.common import plain
 from sdpa_cli.framework.documents import cite, label
 from sdpa_cli.framework.result import AuditEntry, Result, Table
 from sdpa_cli.report.fit import fit
-from sdpa_cli.report.formatting import cell, verdict_word
+from sdpa_cli.report.formatting import cell, skip_reason, verdict_word
 
 
 class SafeConsole(Console):
@@ -42,17 +45,106 @@ class SafeConsole(Console):
         return super()._render_buffer(clean)
 
 
-def console(file=None) -> Console:
-    """A stderr console; wide and plain when stderr is not a terminal (CI logs)."""
-    stream = file or sys.stderr
-    is_tty = hasattr(stream, "isatty") and stream.isatty()
+def _tty(stream: object) -> bool:
+    try:
+        return bool(getattr(stream, "isatty", lambda: False)())
+    except (ValueError, OSError):  # closed
+        return False
+
+
+def width_for(stream: object) -> int | None:
+    """The columns to lay out for `stream`: None (rich asks the terminal) when it is one;
+    else COLUMNS when given, else the width of the terminal the other stream goes to (`sdpa
+    variance | less` is read in that terminal), else 140 (a CI log: wide and plain)."""
+    if _tty(stream):
+        return None
     columns = os.environ.get("COLUMNS", "")
     # ASCII digits, at most 5 of them: "²" passes isdigit() but not int(), and 5000 digits
     # pass neither Python's parsing limit nor any terminal
-    given = columns.isascii() and columns.isdigit() and len(columns) <= 5
-    width = None if is_tty else (int(columns) if given and int(columns) > 20 else 140)
-    return SafeConsole(file=stream, width=width, highlight=False, soft_wrap=False,
+    if columns.isascii() and columns.isdigit() and len(columns) <= 5 and int(columns) > 20:
+        return int(columns)
+    for other in (sys.stderr, sys.stdout):
+        if other is not stream and _tty(other):
+            try:
+                return os.get_terminal_size(other.fileno()).columns
+            except (OSError, ValueError):
+                continue
+    return 140
+
+
+def console(file=None) -> Console:
+    """A console on `file` (stderr when None: progress, warnings); plain when it is not a
+    terminal, laid out at width_for(file)."""
+    stream = file or sys.stderr
+    is_tty = _tty(stream)
+    return SafeConsole(file=stream, width=width_for(stream), highlight=False, soft_wrap=False,
                        force_terminal=None if is_tty else False)
+
+
+class _Stdout:
+    """sys.stdout for a run's human result: a reader that left early (`sdpa … | head -3`)
+    is not an error (the rest is discarded quietly, as write_stdout does for a document);
+    another failure (/dev/full) is one line and exit 1."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(for_people(text, self.encoding))
+            except OSError as e:
+                self._failed(e)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except OSError as e:
+                self._failed(e)
+
+    def _failed(self, e: OSError) -> None:
+        self.gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
+        if not isinstance(e, BrokenPipeError):
+            raise RunError(f"cannot write to stdout: {e.strerror or e} (the run folder, if "
+                           "any, is written)") from None
+
+    def isatty(self) -> bool:
+        return _tty(self.stream)
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self.stream, "encoding", "utf-8") or "utf-8")
+
+
+def for_people(text: str, encoding: str) -> str:
+    """Text a person reads, in what `encoding` can hold: sdpa's symbols spelt in ASCII where
+    it cannot (√ as sqrt, σ as sigma: process.ASCII), as stderr's are. stdout escapes for
+    documents (\\u00b7 keeps JSON exact); a result for people on stdout is spelt out."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "sdpa-people").decode(encoding)
+    except LookupError:
+        pass
+    return text
+
+
+def result_console() -> Console:
+    """Where a run's human result goes: stdout, as pytest, git and hyperfine put theirs
+    (progress, warnings and errors stay on stderr)."""
+    stream = _Stdout(sys.stdout)
+    tty = stream.isatty()
+    return SafeConsole(file=stream, width=width_for(sys.stdout), highlight=False,
+                       soft_wrap=False, force_terminal=None if tty else False)
 
 
 # The width a prose column (Column.wrap) counts for when a table is fitted to the terminal.
@@ -196,9 +288,11 @@ def show_table(con: Console, table: Table, *, wide: bool = False, heading: str =
 
 
 def show(result: Result, folder: Path | None, *, out: Console | None = None,
-         check: bool = False, wide: bool = False, explain: bool = False) -> None:
+         check: bool = False, wide: bool = False, explain: bool = False,
+         after: Sequence[str] = ()) -> None:
     """The whole human report of one run: plain-language expectations (the exact theory
-    under --explain), panels, tables, what the data shows, checks, seed and files."""
+    under --explain), panels, tables, what the data shows, checks, seed and files, then the
+    `after` lines (what else the run updated), and last how to get what a skip missed."""
     con = out or console()
     con.print(Text(result.title, style="bold"))
     if result.source:
@@ -212,6 +306,11 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
         show_skipped(con, result, check=check)
         if folder is not None:
             con.print(Text(written(folder), style="dim"))
+        for line in after:
+            con.print(Text(line))
+        how = skip_reason(result.skipped)[1]
+        if how:  # the way to get what was missing: once, the last line
+            con.print(Text(f"get it with: {how}", style="bold"))
         return
     for panel in result.panels:
         border = {"ok": "green", "warn": "yellow"}.get(panel.style, "blue")
@@ -249,6 +348,8 @@ def show(result: Result, folder: Path | None, *, out: Console | None = None,
                        style="dim"))
     if folder is not None:
         con.print(Text(written(folder), style="dim"))
+    for line in after:
+        con.print(Text(line))
 
 
 # What `--check` does with a run that measured nothing (sdpa help ci): it has nothing to check,
@@ -260,7 +361,8 @@ SKIP_CHECK = ("--check: nothing was measured, so nothing was checked; the exit c
 
 def show_skipped(con: Console, result: Result, *, check: bool) -> None:
     """A run that measured nothing: that word, why, and how to get what was missing."""
-    con.print(Text(f"skipped: nothing was measured: {result.skipped}", style="yellow"))
+    why = skip_reason(result.skipped or "")[0]
+    con.print(Text(f"skipped: nothing was measured: {why}", style="yellow"))
     failed = [c for c in result.checks if not c.passed]
     for c in failed:  # a spec that had to measure: its check fails
         con.print(Text(f"FAIL {c.name}: nothing was measured", style="bold red"))

@@ -1,5 +1,6 @@
 """Skip what has not changed (DVC's `repro`): a run folder is kept when its manifest records
-exactly this spec, this sdpa source, these library versions and these figure settings."""
+exactly this spec, this sdpa source, these library versions and these figure settings, it
+measured something (a skipped run is never kept), and the files it read are as they were."""
 
 from __future__ import annotations
 
@@ -75,7 +76,44 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
     if why:
         raise InputError(Problem(f"{why}; the run folder is damaged: move it away or delete it",
                                  file=str(folder)))
+    if doc["status"] == "skipped":  # it measured nothing: what was missing may be here now
+        return None
+    if read_files_changed(folder):  # what the run read (a model, a text) is not as it was
+        return None
     return str(doc["status"])
+
+
+# (path, size, mtime) → sha256: a model file is hashed once per process, however many times
+# the batch asks whether its run is unchanged (the estimate, then the run).
+_HASHED: dict[tuple[str, int, int], str] = {}
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _HASHED:
+        _HASHED[key] = manifest.sha256_file(path)
+    return _HASHED[key]
+
+
+def read_files_changed(folder: Path) -> bool:
+    """Whether a file the run read (results.json's `inputs.files`: a checkpoint's, its
+    tokenizer's, a text's, each with its size and sha256) is gone or differs now; a run that
+    read no file of its own records none."""
+    try:
+        doc = ownfiles.read(folder / "results.json", "result")
+    except (OSError, InputError):
+        return True
+    inputs = doc.get("inputs")
+    files = inputs.get("files") if isinstance(inputs, dict) else None
+    if not isinstance(files, list):
+        return False
+    try:
+        return any(not isinstance(f, dict)
+                   or Path(str(f.get("path"))).stat().st_size != f.get("bytes")
+                   or _sha256(Path(str(f.get("path")))) != f.get("sha256") for f in files)
+    except OSError:
+        return True
 
 
 def recorded(folder: Path) -> tuple[tuple[Check, ...], tuple[AuditEntry, ...]]:

@@ -26,6 +26,7 @@ from sdpa_cli.framework.result import Result
 from sdpa_cli.io import environment, names
 from sdpa_cli.report import batch as batch_report
 from sdpa_cli.report import eta, manifest, ownfiles, unchanged
+from sdpa_cli.report.formatting import skip_reason
 from sdpa_cli.report.outcomes import Outcome, Planned, Report
 from sdpa_cli.report.progress import Progress
 from sdpa_cli.runner import executors, loader, paths, selection
@@ -195,7 +196,8 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
     Outcomes are appended to `into` as they come, so a caller still has them when the batch
     ends early on an error (a lost scheduler)."""
     for p in planned[:1] if settings.write else ():
-        report.ready(p.target)  # one probe of the batch folder, before any work
+        report.ready(p.target, "output folder" if settings.root == Path("outputs")
+                     else "--out")  # one probe of the batch folder, before any work
     argv = argv if argv is not None else sys.argv
     tally = Report(check=settings.check)
     outcomes: list[Outcome] = into if into is not None else []
@@ -214,9 +216,11 @@ def run_planned(planned: Sequence[Planned], settings: report.Settings, *,
             outcomes.append(outcome)
             tally.add(outcome)
             if progress is not None:
+                # a skip in a word here; where sdpa looked and how to get it, in the summary
                 progress.done(outcome.status, outcome.seconds, outcome.error,
-                              kept=outcome.kept,
-                              why=outcome.result.skipped if outcome.result else None)
+                              kept=outcome.kept, why=skip_reason(outcome.result.skipped)[0]
+                              .split(" (")[0] if outcome.result and outcome.result.skipped
+                              else None)
             if fail_fast and tally.stops(outcome):
                 for q in planned[i + 1:]:
                     outcomes.append(Outcome(q, "skipped"))
@@ -328,10 +332,13 @@ def run_batch(targets: list[Path], settings: report.Settings, *, fail_fast: bool
     report.finish_ci(outcomes, settings, started=started)
     if settings.fmt == "json":
         report.write_stdout(batch_report.summary_json(outcomes, settings.root))
-    if not settings.quiet:
+    if not settings.quiet and settings.fmt == "table":
         batch_report.show_summary(outcomes, settings.root, check=settings.check,
                                   described=len(described), wrote=settings.write)
     else:  # -q silences progress and summary, never a failure: one line per failed spec
+        if not settings.quiet:  # the document in the summary's place: where it all went
+            print(batch_report.wrote_line(outcomes, settings.root, len(described),
+                                          settings.write), file=sys.stderr)
         for o in outcomes:
             if o.status == "error":
                 print(one_line(f"sdpa: {o.planned.file}: error: {o.error}"), file=sys.stderr)
@@ -362,8 +369,9 @@ def _index_after_loss(finished: Sequence[Outcome], settings: report.Settings) ->
 
 def run_validate(targets: list[Path], *, quiet: bool = False) -> int:
     loaded = validate(collect(targets))
-    if not quiet:
-        for f, s in loaded:
-            print(one_line(f"ok  {f}  ({s.study}, {s.name})"), file=sys.stderr)
-        print(f"{len(loaded)} spec(s) valid", file=sys.stderr)
+    if not quiet:  # the command's result: stdout, for people
+        text = "".join(one_line(f"ok  {f}  ({s.study}, {s.name})") + "\n"
+                       for f, s in loaded) + f"{len(loaded)} spec(s) valid\n"
+        report.write_stdout(report.terminal.for_people(
+            text, getattr(sys.stdout, "encoding", None) or "utf-8"))
     return EXIT_OK if loaded else EXIT_BAD_INPUT

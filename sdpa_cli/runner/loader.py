@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from sdpa_cli import registry
 from sdpa_cli.errors import InputError, Problem, SpecFieldError
+from sdpa_cli.framework.declaration import Study
 from sdpa_cli.io import names
 from sdpa_cli.numerics.rng import fresh_entropy
 from sdpa_cli.runner import siblings
@@ -107,7 +108,7 @@ def load(
     except SpecFieldError as e:
         message = e.message
         if path is None and not e.loc:  # a run from flags, and nothing names a flag or field
-            message = f"sdpa {study}: {_as_flags(message, cls)}"
+            message = f"sdpa {study}: {_as_flags(message, registry.get(study))}"
         raise InputError(_problem(origin, e.loc, message)) from None
     if with_siblings:
         resolved._siblings = siblings.find(resolved, _sibling)
@@ -141,14 +142,14 @@ def _check_given(value: Any, loc: tuple[str | int, ...], origin: Origin) -> None
                 raise InputError(_problem(origin, where, why))
 
 
-def _as_flags(message: str, cls: type[SpecBase]) -> str:
+def _as_flags(message: str, study: Study) -> str:
     """A spec's message for a run from flags alone: the fields it names in parentheses
     become the command's flags (one per field, `score_stds` → `--score-stds`), since the
     reader has no spec file to put them in."""
-    fields = set(cls.model_fields)
+    fields = set(study.spec.model_fields)
 
     def flags(m: re.Match[str]) -> str:
-        return re.sub(r"\b[a-z][a-z_]*\b", lambda w: f"--{w[0].replace('_', '-')}"
+        return re.sub(r"\b[a-z][a-z_]*\b", lambda w: study.flag_name(w[0])
                       if w[0] in fields else w[0], m[0])
 
     return re.sub(r"\([^()]*\)", flags, message)

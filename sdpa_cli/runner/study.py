@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
 from sdpa_cli import registry, report
 from sdpa_cli.errors import EXIT_OK, InputError, Problem
 from sdpa_cli.io import environment
@@ -44,24 +42,26 @@ def run_study(
     registry.check_documented(resolved, str(spec_path) if spec_path else None)
     target = report.target_for(resolved.name or study, settings)
     if settings.write:
-        report.ready(target)
+        report.ready(target, "--out" if settings.out is not None else "output folder")
     with executors.session(settings) as settings, _progress(study, resolved, settings) as bar:
         if bar.live:  # a terminal watches: the blocks bar, gone before the table prints
             settings = dataclasses.replace(settings, tick=bar.tick)
         started = time.time()
         result = registry.get(study).run(resolved, report.context(settings))
     replaced = settings.write and target.exists()  # an earlier run of that name goes
+    earlier = report.output.earlier_run(target) if replaced else None
     folder = report.write_run(result, settings, target=target,
                               renderer=registry.get(study).renderer,
                               argv=argv if argv is not None else sys.argv, started=started,
                               input_spec=resolved.input_record(),
                               ) if settings.write else None
-    report.emit(result, settings, folder)
-    if folder is not None and report_batch.refresh(folder) and not settings.quiet:
-        # it describes this folder: kept true, and said (wrapped at word boundaries)
-        report.terminal.console().print(Text(report_batch.joined(
-            folder, source=result.source, from_flags=spec_path is None, replaced=replaced,
-            hint=settings.out is None)))
+    after = [earlier] if earlier and folder is not None else []
+    if folder is not None and report_batch.refresh(folder):
+        # it describes this folder: kept true, and said after the files
+        after.append(report_batch.joined(folder, source=result.source,
+                                          from_flags=spec_path is None, replaced=replaced,
+                                          hint=settings.out is None))
+    report.emit(result, settings, folder, after=after)
     tally = Report(check=settings.check)
     tally.add_result(result)
     planned = Planned(spec_path or Path(f"<{study} flags>"), resolved, target)
@@ -169,8 +169,14 @@ def run_all_specs(study: str, *, overrides: dict[str, Any], flags: dict[str, str
     text = report_examples.batch_document([r for r, _ in done], settings.fmt)
     if text is not None:
         report.write_stdout(text)
-    if not settings.quiet:
-        report_examples.show_batch(done, check=settings.check)
+    if not settings.quiet and text is None:
+        report_examples.show_batch(done, check=settings.check,
+                                   out=report.terminal.result_console())
+    else:  # the document (or -q) in its place: a failure is still said, one line each
+        for r, _ in done:
+            for c in r.checks:
+                if not c.passed:
+                    print(f"sdpa: {r.name}: FAIL {c.name}: {c.detail}", file=sys.stderr)
     return tally.exit_code
 
 

@@ -337,6 +337,18 @@ class Claim(Model):
         return self
 
 
+class Answer(Model):
+    """The part of the answer to "why √d_k?" this run gives: report.html and index.md open
+    on each such run's first `found:` lines and its key figure, in the order of `step`."""
+
+    step: PosInt = Field(description="Its place in the answer (1 first).")
+    topic: str = Field(min_length=1, max_length=60, description="What it is about, in a "
+                       "few words ('The variance of q·k').")
+    found: PosInt = Field(1, le=5, description="How many of its first found: lines to quote.")
+    figure: str | None = Field(None, min_length=1, max_length=100, description="Its key "
+                               "figure's name (default: its first figure).")
+
+
 class SpecBase(Model):
     """Identity and bookkeeping shared by every study."""
 
@@ -357,6 +369,7 @@ class SpecBase(Model):
     seed: Int | None = Field(None, ge=0)  # entropy of the run; drawn and recorded if absent
     documented: list[Documented] = []  # the document's printed numbers, audited
     claims: list[Claim] = []  # the document's statements this run judges (issue 28)
+    answer: Answer | None = None  # its part of the answer the batch report opens on
     # This run judges its claims (its spec's and those its study states itself) beyond their
     # own setting, and says how: in a batch they are shown beside the deciding verdict.
     beyond: str | None = Field(None, min_length=1)

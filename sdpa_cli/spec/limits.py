@@ -35,15 +35,17 @@ ADDITIVE_TRIAL_WORK = 1000
 
 @dataclass(frozen=True)
 class Cost:
-    """What one spec will cost, and which field to lower for each part."""
+    """What one spec will cost, and where a refusal points. `lower` and `rows_field` are
+    each ONE location in the spec (`("pairs",)`, `("sizes", 0)`), the line the one-line
+    error names; the fields to lower are named in `hint` (registration checks the places)."""
 
     work: int  # elementary steps
     memory: int  # peak bytes
     output: int  # bytes written
     rows: int  # rows of the largest result table
-    lower: Loc  # the field whose value drives the cost (the error points at it)
-    hint: str  # "lower pairs or dims"
-    rows_field: Loc = ()  # the field that sets the number of rows, and how
+    lower: Loc  # where a spec over work, memory or output points: ("pairs",)
+    hint: str  # what to do: "lower pairs or dims"
+    rows_field: Loc = ()  # where a spec of too many rows points, and how they come about
     rows_of: str = ""  # "dims × scalings"
     rows_hint: str = ""  # "give fewer dims"
 

@@ -6,7 +6,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,19 @@ from numpy.typing import NDArray
 
 from sdpa_cli.io.jsonio import JsonError, load_json
 from sdpa_cli.studies.inspect import gguf_file, gguf_model
+from sdpa_cli.studies.inspect.boundary import finite, guarded
 from sdpa_cli.studies.inspect.gguf_file import FLOAT_TYPES, GGUFHeader
-from sdpa_cli.studies.inspect.locate import JSON_FAULTS, bad, find, hub_root, model_json
+from sdpa_cli.studies.inspect.locate import (
+    JSON_FAULTS,
+    bad,
+    find,
+    hub_root,
+    kind_of,
+    model_json,
+)
 from sdpa_cli.studies.inspect.models.common import ConfigError
 from sdpa_cli.studies.inspect.models.families import FAMILIES, Family
+from sdpa_cli.studies.inspect.models.tensormap import Mapped, Table
 
 __all__ = ["Checkpoint", "Tensor", "Weights", "bad", "find", "hub_root", "open_checkpoint"]
 
@@ -58,6 +67,7 @@ class Checkpoint:
     tensors: Mapping[str, Tensor]
     files: tuple[Path, ...]
     tokenizer: Path  # tokenizer.json, or the GGUF file whose metadata holds the tokenizer
+    table: Table  # what the forward reads, where each tensor is stored, the q·k bound
     extra: dict[str, Any] = field(default_factory=dict)
     gguf: GGUFHeader | None = None  # set for a GGUF checkpoint
 
@@ -71,7 +81,9 @@ class Checkpoint:
         return self.family.shape(self.config)
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
-        return {name: t.shape for name, t in self.tensors.items()}
+        """Every stored tensor the family reads, by name (what an init reader draws)."""
+        sources = self.table.sources()
+        return {name: t.shape for name, t in self.tensors.items() if name in sources}
 
 
 def open_checkpoint(folder: Path) -> Checkpoint:
@@ -94,8 +106,8 @@ def open_checkpoint(folder: Path) -> Checkpoint:
     if not tokenizer.is_file():
         raise bad("no tokenizer.json: sdpa tokenises with the checkpoint's own tokenizer file",
                   folder)
-    check_tensors(family, config, tensors, folder / "config.json", files[0])
-    return Checkpoint(folder, config, family, tensors, tuple(files), tokenizer)
+    table = check_tensors(family, config, tensors, folder / "config.json", files[0])
+    return Checkpoint(folder, config, family, tensors, tuple(files), tokenizer, table)
 
 
 def _gguf_in(path: Path) -> Path | None:
@@ -114,18 +126,18 @@ def _open_gguf(path: Path) -> Checkpoint:
     header = gguf_file.read_header(path)
     config = gguf_model.config(header)
     family = _family(config, path)
-    arch = str(header.metadata["general.architecture"])
-    tensors = {hf: Tensor(path, t.dtype, t.shape, t.start, t.nbytes, name)
-               for name, t in header.tensors.items()
-               if (hf := gguf_model.hf_name(name, arch)) is not None}
-    check_tensors(family, config, tensors, path, path)
-    return Checkpoint(path, config, family, tensors, (path,), path, gguf=header)
+    names = {g: s.name for g, s in _table(family, config, -1, path).gguf().items()}
+    tensors = {names[name]: Tensor(path, t.dtype, t.shape, t.start, t.nbytes, name)
+               for name, t in header.tensors.items() if name in names}
+    table = check_tensors(family, config, tensors, path, path)
+    return Checkpoint(path, config, family, tensors, (path,), path, table, gguf=header)
 
 
 def check_tensors(family: Family, config: Mapping[str, Any], tensors: Mapping[str, Tensor],
-                  config_file: Path, weights_file: Path) -> None:
-    """Every tensor the forward will read is there, a float, and of the shape the config
-    implies; every config field it uses is valid. One line naming what is wrong."""
+                  config_file: Path, weights_file: Path) -> Table:
+    """Every tensor the family's table names is there (optional ones aside), a float, and of
+    the shape the config implies; every config field the forward uses is valid. One line
+    naming what is wrong. The table, for the forward's reader."""
     emb = tensors.get(family.embedding)
     if emb is None:
         raise bad(f"no tensor {family.embedding!r} (the {family.name} token embedding)",
@@ -133,22 +145,27 @@ def check_tensors(family: Family, config: Mapping[str, Any], tensors: Mapping[st
     if len(emb.shape) != 2:
         raise bad(f"tensor {_named(family.embedding, emb)} has shape {list(emb.shape)}, "
                   "expected [vocabulary, width]", emb.file)
-    try:
-        need, maybe = family.tensors(config, emb.shape[0])
-    except ConfigError as e:
-        raise bad(f"{family.name} config: {e}", config_file, e.field) from None
-    layers = len(_layers(need))
-    for name, want in need.items():
+    table = _table(family, config, emb.shape[0], config_file)
+    sources = table.sources()
+    layers = len(_layers(sources))
+    for name, source in sources.items():
         t = tensors.get(name)
         if t is None:
+            if not source.required:
+                continue
             m = LAYER.search(name)
             where = f" (layer {m[1]} of the config's {layers})" if m else ""
             raise bad(f"no tensor {name!r}{where}: the {family.name} architecture reads it",
                       weights_file)
-        _check_one(name, t, want)
-    for name, want in maybe.items():
-        if name in tensors:
-            _check_one(name, tensors[name], want)
+        _check_one(name, t, source.shape)
+    return table
+
+
+def _table(family: Family, config: Mapping[str, Any], vocab: int, config_file: Path) -> Table:
+    try:
+        return family.table(config, vocab)
+    except ConfigError as e:
+        raise bad(f"{family.name} config: {e}", config_file, e.field) from None
 
 
 LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h)\.(\d+)\.")
@@ -186,6 +203,8 @@ MAX_CONFIG = 16 * 1024**2
 
 def _config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
+    if os.path.lexists(path) and not path.is_file():
+        raise bad(f"config.json is {kind_of(path)}, not a regular file", path)
     if not path.is_file():
         raise bad("no config.json: a Hugging Face model folder holds config.json, "
                   "model.safetensors and tokenizer.json", folder)
@@ -217,14 +236,22 @@ def _weight_files(folder: Path) -> list[Path]:
             names = sorted(set(doc["weight_map"].values()))
         except (KeyError, TypeError, AttributeError) as e:
             raise bad(f"not a shard index (JSON with a weight_map): {e}", index) from None
+        if not names:
+            raise bad("its weight_map names no shard", index, "weight_map")
         for name in names:
             if not isinstance(name, str) or Path(name).name != name or \
                     not (folder / name).is_file():
-                raise bad(f"names shard {name!r}, which is not in {folder}", index, "weight_map")
+                what = kind_of(folder / name) if isinstance(name, str) and \
+                    Path(name).name == name and os.path.lexists(folder / name) else ""
+                raise bad(f"names shard {name!r}, which is " + (
+                    f"{what}, not a regular file" if what else f"not in {folder}"), index,
+                    "weight_map")
         return [folder / n for n in names]
     single = folder / "model.safetensors"
     if single.is_file():
         return [single]
+    if os.path.lexists(single):
+        raise bad(f"model.safetensors is {kind_of(single)}, not a regular file", single)
     pickles = sorted({p.name for pat in PICKLES for p in folder.glob(pat)})
     if pickles:
         raise bad(f"only pickled weights ({', '.join(pickles)}); sdpa never unpickles: "
@@ -274,8 +301,9 @@ def read_header(path: Path) -> dict[str, Tensor]:
     return out
 
 
-class Weights:
-    """The checkpoint as a Reader: name → array, one tensor at a time, via safetensors.
+class Stored:
+    """The checkpoint as a Reader of its stored (Hugging Face) names: one tensor at a time,
+    via safetensors or the GGUF reader.
 
     BF16 has no NumPy dtype: those tensors are read from the validated offsets as uint16
     and widened to float32 (bf16 is the top half of a float32)."""
@@ -283,7 +311,7 @@ class Weights:
     def __init__(self, ckpt: Checkpoint) -> None:
         self.ckpt = ckpt
         self._open: dict[Path, Any] = {}
-        self._gguf = None if ckpt.gguf is None else gguf_model.GGUFWeights(ckpt.gguf, ckpt.config)
+        self._gguf = None if ckpt.gguf is None else gguf_model.GGUFWeights(ckpt.gguf, ckpt.table)
         self._full = {} if ckpt.gguf is not None else \
             {strip(n): n for f in ckpt.files for n in read_header(f)}
 
@@ -293,13 +321,17 @@ class Weights:
         t = self.ckpt.tensors[name]  # KeyError: absent tensor (optional biases)
         if t.dtype == "BF16":
             raw = np.fromfile(t.file, dtype="<u2", count=t.nbytes // 2, offset=t.start)
-            return (raw.astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
+            wide = (raw.astype(np.uint32) << 16).view(np.float32).reshape(t.shape)
+            return finite(wide, t.file, name)
         if t.file not in self._open:
             from safetensors import safe_open
 
-            self._open[t.file] = safe_open(str(t.file), framework="numpy")
-        out: NDArray[Any] = self._open[t.file].get_tensor(self._full[name])
-        return out
+            self._open[t.file] = guarded(t.file, lambda: safe_open(str(t.file),
+                                                                   framework="numpy"),
+                                         "the safetensors library")
+        out: NDArray[Any] = guarded(t.file, lambda: self._open[t.file].get_tensor(
+            self._full[name]), "the safetensors library")
+        return finite(out, t.file, name)
 
     def rows(self, name: str, ids: NDArray[Any]) -> NDArray[Any]:
         """Embedding rows `ids` → ids.shape + (width,), read from their bytes only."""
@@ -311,11 +343,20 @@ class Weights:
         picked = np.array(mapped[np.asarray(ids)])
         del mapped
         if t.dtype == "BF16":
-            return (picked.astype(np.uint32) << 16).view(np.float32)
-        return picked
+            picked = (picked.astype(np.uint32) << 16).view(np.float32)
+        return finite(picked.reshape(-1, t.shape[1]), t.file, name,
+                      np.asarray(ids)).reshape(picked.shape)
 
     def close(self) -> None:
         self._open.clear()
+
+
+class Weights(Mapped):
+    """The checkpoint as its family's forward reads it (target names, converted as the
+    family's table says); `keep`: targets held once read, for the q·k bound."""
+
+    def __init__(self, ckpt: Checkpoint, keep: Sequence[str] = ()) -> None:
+        super().__init__(ckpt.table, Stored(ckpt), keep)
 
 
 def sizes(ckpt: Checkpoint) -> Iterator[tuple[str, int]]:

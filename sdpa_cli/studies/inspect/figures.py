@@ -52,20 +52,44 @@ def draw_heatmaps(fig_data: Figure) -> Any:
 
 
 def draw_pooled(fig_data: Figure) -> Any:
+    """Each layer's pooled scores as a density, layers by colour (a colour scale for a deep
+    model, whose legend would repeat colours), beside N(0, 1). The edge bins hold every score
+    clipped to ±10: drawn, their spike would set the y-axis, so they are left out of the
+    curves and their share is said in the title instead."""
     d = fig_data.data
     edges = np.array(d["edges"])
     mids = (edges[:-1] + edges[1:]) / 2
     width = edges[1] - edges[0]
     fig, ax = _subplots(figsize=(7, 4.2))
-    for label, counts in d["counts"].items():
+    series = list(d["counts"].items())
+    many = len(series) > LEGEND_LAYERS
+    cmap = _colormap("viridis")
+    clipped = []
+    for i, (label, counts) in enumerate(series):
         c = np.array(counts, dtype=float)
-        ax.plot(mids, c / max(c.sum(), 1) / width, lw=1.2, label=label.split(" ", 2)[-1])
-    ax.plot(mids, np.exp(-mids ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1.5,
+        total = max(c.sum(), 1.0)
+        clipped.append((c[0] + c[-1]) / total)
+        ax.plot(mids[1:-1], c[1:-1] / total / width, lw=1.2, label=label.split(" ", 2)[-1],
+                color=cmap(i / max(len(series) - 1, 1)) if many else None)
+    ax.plot(mids[1:-1], np.exp(-mids[1:-1] ** 2 / 2) / math.sqrt(2 * math.pi), "k--", lw=1.5,
             label="N(0, 1)")
-    ax.set_xlabel("scaled score (the model's rule; clipped to ±10)")
+    ax.set_xlim(edges[1], edges[-2])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("scaled score (the model's rule)")
     ax.set_ylabel("density")
-    ax.set_title(d["where"], fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
+    share = (f"\nscores beyond ±{edges[-2]:g} (left out): median layer "
+             f"{100 * float(np.median(clipped)):.1f}%, most {100 * max(clipped):.1f}%"
+             if clipped else "")
+    ax.set_title(d["where"] + share, fontsize=9)
+    if many:
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+
+        scale = ScalarMappable(norm=Normalize(0, len(series) - 1), cmap=cmap)
+        fig.colorbar(scale, ax=ax, label="layer")
+        ax.legend(handles=ax.get_lines()[-1:], fontsize=8, loc="upper right")
+    else:
+        ax.legend(fontsize=7, ncol=2)
     return fig
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.studies.inspect.boundary import finite, guarded
 
 MAGIC = b"GGUF"
 MAX_HEADER = 256 * 1024**2  # metadata + tensor table; the largest vocabularies need ~20 MB
@@ -252,24 +253,28 @@ def dequantize_rows(t: GGUFTensor, path: Path, rows: NDArray[np.integer[Any]]
     raw = np.array(mapped[rows])
     del mapped
     part = GGUFTensor(t.name, t.kind, (len(rows), width), 0, raw.size)
-    return _values(part, raw)
+    return finite(_values(part, raw, path), path, t.name, rows)
 
 
 def dequantize(t: GGUFTensor, path: Path) -> NDArray[np.float32]:
-    """One tensor as float32 (float64 stays float64), read from its validated bytes."""
+    """One tensor as float32 (float64 stays float64), read from its validated bytes; NaN or
+    ±inf (a value, or a quantised block's scale) refused naming the tensor."""
     if t.kind == 0:
         out: NDArray[Any] = np.fromfile(path, dtype="<f4", count=t.nbytes // 4, offset=t.start)
-        return out.reshape(t.shape)
-    if t.kind == 28:
+        out = out.reshape(t.shape)
+    elif t.kind == 28:
         out = np.fromfile(path, dtype="<f8", count=t.nbytes // 8, offset=t.start)
-        return out.reshape(t.shape)
-    if t.kind == 1:
+        out = out.reshape(t.shape)
+    elif t.kind == 1:
         out = np.fromfile(path, dtype="<f2", count=t.nbytes // 2, offset=t.start)
-        return out.astype(np.float32).reshape(t.shape)
-    return _values(t, np.fromfile(path, dtype=np.uint8, count=t.nbytes, offset=t.start))
+        out = out.astype(np.float32).reshape(t.shape)
+    else:
+        out = _values(t, np.fromfile(path, dtype=np.uint8, count=t.nbytes, offset=t.start),
+                      path)
+    return finite(out, path, t.name)
 
 
-def _values(t: GGUFTensor, raw: NDArray[np.uint8]) -> NDArray[np.float32]:
+def _values(t: GGUFTensor, raw: NDArray[np.uint8], path: Path) -> NDArray[np.float32]:
     """A tensor's bytes as float32 (F64 as float64), its shape restored."""
     if t.kind in (0, 1, 28):
         kind = {0: "<f4", 1: "<f2", 28: "<f8"}[t.kind]
@@ -280,6 +285,9 @@ def _values(t: GGUFTensor, raw: NDArray[np.uint8]) -> NDArray[np.float32]:
     from gguf.quants import dequantize as gguf_dequantize
 
     rows = math.prod(t.shape[:-1])
-    values = gguf_dequantize(raw.reshape(rows, t.nbytes // rows), GGMLQuantizationType(t.kind))
+    with np.errstate(all="ignore"):  # a NaN or infinite block scale: refused by the caller
+        values = guarded(path, lambda: gguf_dequantize(raw.reshape(rows, t.nbytes // rows),
+                                                       GGMLQuantizationType(t.kind)),
+                         f"the gguf library (dequantising tensor {t.name!r})")
     result: NDArray[np.float32] = np.asarray(values, dtype=np.float32).reshape(t.shape)
     return result

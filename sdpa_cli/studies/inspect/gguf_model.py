@@ -1,10 +1,9 @@
-"""A GGUF checkpoint as sdpa's families see it: config from metadata, Hugging Face tensor names,
-llama.cpp's conversions undone (q/k row order, Gemma's norm + 1), and the tokenizer rebuilt."""
+"""A GGUF checkpoint as sdpa's families see it: config from metadata, and tensors read under
+Hugging Face names with llama.cpp's conversions undone, both as each family's table declares."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,65 +12,44 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.studies.inspect.gguf_file import GGUFHeader, bad, dequantize, dequantize_rows
+from sdpa_cli.studies.inspect.gguf_meta import Metadata
+from sdpa_cli.studies.inspect.models.tensormap import Table
 
 # GGUF architecture → Hugging Face model_type (the family sdpa runs)
 ARCHITECTURES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3",
                  "olmo2": "olmo2", "gemma2": "gemma2", "gemma3": "gemma3_text"}
-# llama.cpp stores Llama's q and k rows interleaved for its rotation (convert_hf_to_gguf's
-# permute); these architectures rotate halves as transformers does and are stored as is.
-PERMUTED = ("llama", "mistral")
-GEMMA = ("gemma2", "gemma3")  # norms stored as 1 + w
+LLAMA = ("llama", "mistral")  # a window in the metadata makes a Mistral
+GEMMA = ("gemma2", "gemma3")
 # llama.cpp's Gemma sizes that scale by 1/√(width/heads) instead of 1/√head_dim (27B)
 GEMMA_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
 GEMMA_PATTERN = {"gemma2": 2, "gemma3": 6}
 GEMMA3_LOCAL_THETA = 10000.0  # llama.cpp's fixed base for Gemma 3's sliding layers
 ACTIVATION = {"gemma2": "gelu_pytorch_tanh", "gemma3": "gelu_pytorch_tanh"}
 
-_LAYER = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
-          "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-          "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
-          "attn_k_norm": "self_attn.k_norm", "ffn_gate": "mlp.gate_proj",
-          "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
-          "post_attention_norm": "post_attention_layernorm",
-          "post_ffw_norm": "post_feedforward_layernorm"}
-
-
-def hf_name(gguf: str, arch: str) -> str | None:
-    """llama.cpp's tensor name → the family's (prefix-free) Hugging Face name; None if unused."""
-    if gguf == "token_embd.weight":
-        return "embed_tokens.weight"
-    if gguf == "output_norm.weight":
-        return "norm.weight"
-    m = re.fullmatch(r"blk\.(\d+)\.([a-z_]+)\.(weight|bias)", gguf)
-    if not m:
-        return None
-    i, part, kind = m.groups()
-    if part == "ffn_norm":  # before the MLP: Llama's second norm, Gemma's pre-MLP one
-        part_hf = "pre_feedforward_layernorm" if arch in GEMMA else "post_attention_layernorm"
-    elif part in _LAYER:
-        part_hf = _LAYER[part]
-    else:
-        return None
-    return f"layers.{int(i)}.{part_hf}.{kind}"
-
 
 def _get(meta: Mapping[str, Any], key: str, path: Path, kind: type | tuple[type, ...],
          default: Any = None) -> Any:
-    value = meta.get(key, default)
-    if value is None:
+    """An integer (`kind` int: at least 0, at least 1 for a context length) or a finite
+    number, checked where it is read (gguf_meta.Metadata)."""
+    m = Metadata(meta, path)
+    if key not in meta:
         if default is None:
-            raise bad(path, f"GGUF metadata has no {key}", key)
+            raise m.refuse(key, f"GGUF metadata has no {key}")
         return default
-    if isinstance(value, np.ndarray | bool) or not isinstance(value, kind):
-        raise bad(path, f"GGUF metadata {key} is {value!r}, expected "
-                  f"{'an integer' if kind is int else 'a number'}", key)
-    return value
+    if kind is int:
+        value = m.integer(key)
+        low = 1 if key.endswith(".context_length") else 0
+        if value < low:
+            raise m.refuse(key, f"GGUF metadata {key} is {value}, expected a whole number "
+                           f"≥ {low}")
+        return value
+    return m.number(key)
 
 
 def config(header: GGUFHeader) -> dict[str, Any]:
     """The Hugging Face config the metadata describes (what llama.cpp itself reads)."""
     meta, path = header.metadata, header.path
-    arch = meta.get("general.architecture")
+    arch = Metadata(meta, path).string("general.architecture", None)
     if arch not in ARCHITECTURES:
         raise bad(path, f"GGUF architecture {arch!r} is not supported; supported: "
                   f"{', '.join(ARCHITECTURES)}", "general.architecture")
@@ -97,7 +75,7 @@ def config(header: GGUFHeader) -> dict[str, Any]:
     if rot != dim and count > 0:  # (no heads: the family's check names that)
         raise bad(path, f"{a}.rope.dimension_count {rot} is not the head size {dim} (partial "
                   "rotation is not supported)", f"{a}.rope.dimension_count")
-    kind = meta.get(f"{a}.rope.scaling.type")
+    kind = Metadata(meta, path).string(f"{a}.rope.scaling.type", None)
     if kind is not None and kind != "none":
         out["rope_scaling"] = {"rope_type": kind,
                                "factor": float(get("rope.scaling.factor", number, 1.0))}
@@ -105,9 +83,10 @@ def config(header: GGUFHeader) -> dict[str, Any]:
         out["sliding_window"] = get("attention.sliding_window", int, 4096)
         pattern = meta.get(f"{a}.attention.sliding_window_pattern", GEMMA_PATTERN[a])
         if isinstance(pattern, np.ndarray):  # one flag per layer: True for sliding
-            if pattern.shape != (layers,):
+            if pattern.shape != (layers,) or pattern.dtype.kind not in "biu":
                 raise bad(path, f"{a}.attention.sliding_window_pattern has {pattern.size} "
-                          f"flags for {layers} layers", f"{a}.attention.sliding_window_pattern")
+                          f"{pattern.dtype.name} values for {layers} layers (one flag each)",
+                          f"{a}.attention.sliding_window_pattern")
             out["layer_types"] = ["sliding_attention" if s else "full_attention"
                                   for s in pattern]
         else:
@@ -118,9 +97,10 @@ def config(header: GGUFHeader) -> dict[str, Any]:
         out["query_pre_attn_scalar"] = width // count if big else dim
         if a == "gemma2":
             out["attn_logit_softcapping"] = float(get("attn_logit_softcapping", number, 50.0))
+            out["final_logit_softcapping"] = float(get("final_logit_softcapping", number, 30.0))
         else:
             out["rope_local_base_freq"] = GEMMA3_LOCAL_THETA
-    if a in PERMUTED:  # Mistral's window, where the file states one
+    if a in LLAMA:  # Mistral's window, where the file states one
         window = get("attention.sliding_window", int, 0)
         if window:
             out["sliding_window"] = window
@@ -137,50 +117,36 @@ def unpermute(w: NDArray[Any], heads: int) -> NDArray[Any]:
 
 
 class GGUFWeights:
-    """The GGUF checkpoint as a Reader: Hugging Face name → float array, one tensor at a time,
-    dequantised by gguf, with llama.cpp's conversions undone."""
+    """The GGUF checkpoint as a Reader of Hugging Face names: the family's table names each
+    tensor's llama.cpp name and the conversions to undo; one tensor at a time, dequantised."""
 
-    def __init__(self, header: GGUFHeader, cfg: Mapping[str, Any]) -> None:
+    def __init__(self, header: GGUFHeader, table: Table) -> None:
         self.header = header
-        self.arch = str(header.metadata["general.architecture"])
-        self.cfg = cfg
-        self.names = {hf: g for g in header.tensors
-                      if (hf := hf_name(g, self.arch)) is not None}
+        self.sources = {s.name: s for s in table.gguf().values()}
 
     def __call__(self, name: str) -> NDArray[Any]:
-        t = self.header.tensors[self.names[name]]  # KeyError: absent (optional biases)
+        s = self.sources[name]  # KeyError: not in the table (an optional tensor: absent)
+        t = self.header.tensors[str(s.gguf)]  # KeyError: absent (optional biases)
         w = dequantize(t, self.header.path)
-        if self.arch in PERMUTED and re.search(r"self_attn\.[qk]_proj\.", name):
-            heads = self.cfg["num_attention_heads"] if ".q_proj." in name else \
-                self.cfg["num_key_value_heads"]
-            w = unpermute(w, int(heads))
-        if self.arch in GEMMA and name.endswith("norm.weight"):
-            w = w - 1.0  # stored as 1 + w; the family adds the 1 itself
+        if s.permute:
+            w = unpermute(w, s.permute)
+        if s.offset:
+            w = w - s.offset  # stored as offset + w; the family adds the offset itself
         return w
 
     def rows(self, name: str, ids: NDArray[np.integer[Any]]) -> NDArray[Any]:
         """Embedding rows `ids` (any shape) → ids.shape + (width,), reading only those rows."""
-        t = self.header.tensors[self.names[name]]
+        s = self.sources[name]
+        t = self.header.tensors[str(s.gguf)]
         unique, inverse = np.unique(ids, return_inverse=True)
         values = dequantize_rows(t, self.header.path, unique)
-        if self.arch in GEMMA and name.endswith("norm.weight"):
-            values = values - 1.0
+        if s.offset:
+            values = values - s.offset
         out: NDArray[Any] = values[inverse.reshape(-1)].reshape(*ids.shape, t.shape[1])
         return out
 
     def close(self) -> None:
         pass
-
-
-def shapes(header: GGUFHeader) -> dict[str, tuple[str, tuple[int, ...], int]]:
-    """Hugging Face name → (dtype, shape, bytes) of every tensor sdpa would read."""
-    arch = str(header.metadata.get("general.architecture"))
-    out = {}
-    for g, t in header.tensors.items():
-        hf = hf_name(g, arch)
-        if hf is not None:
-            out[hf] = (t.dtype, t.shape, t.nbytes)
-    return out
 
 
 def parameters(header: GGUFHeader) -> int:

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from sdpa_cli.studies.inspect.gguf_file import bad
+from sdpa_cli.studies.inspect.boundary import guarded
+from sdpa_cli.studies.inspect.gguf_meta import Metadata
+from sdpa_cli.studies.inspect.merges import derived_merges
 
 CONTROL, USER_DEFINED = 3, 4  # llama.cpp's token types
 # llama.cpp's pre-tokenizer names → the split its BPE merges were learned on
@@ -39,136 +41,135 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 def build(meta: Mapping[str, Any], path: Path) -> Any:
     """A `tokenizers.Tokenizer` from tokenizer.ggml.* (byte-level BPE or SentencePiece BPE),
-    its control tokens kept whole, BOS/EOS added as the file's add_bos/add_eos flags say."""
-    from tokenizers import (
-        AddedToken,
-        Regex,
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-    )
-
-    kind = meta.get("tokenizer.ggml.model")
-    tokens = meta.get("tokenizer.ggml.tokens")
-    if not isinstance(tokens, list) or not tokens:
-        raise bad(path, "GGUF metadata has no tokenizer.ggml.tokens (a list of strings)",
-                  "tokenizer.ggml.tokens")
-    types = meta.get("tokenizer.ggml.token_type")
-    if types is not None and (not isinstance(types, np.ndarray) or types.shape != (len(tokens),)):
-        raise bad(path, f"tokenizer.ggml.token_type does not give one type per token "
-                  f"({len(tokens)})", "tokenizer.ggml.token_type")
-    vocab = {t: i for i, t in enumerate(tokens)}
+    its control tokens kept whole, BOS/EOS added as the file's add_bos/add_eos flags say.
+    Every key is checked where it is read; every call into `tokenizers` is guarded."""
+    m = Metadata(meta, path)
+    kind = m.string("tokenizer.ggml.model", None)
+    tokens = m.strings("tokenizer.ggml.tokens")
+    if not tokens:
+        raise m.refuse("tokenizer.ggml.tokens", "GGUF metadata tokenizer.ggml.tokens is empty")
+    types = (m.numbers("tokenizer.ggml.token_type", len(tokens), "types", integers=True)
+             if "tokenizer.ggml.token_type" in m else None)
     if kind == "gpt2":
-        merges = _merges(meta, path)
-        spelled = set(_bytes_to_unicode().values())
-        tok = Tokenizer(models.BPE(vocab, merges, fuse_unk=False))
-        pre = meta.get("tokenizer.ggml.pre")
-        byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False,
-                                              use_regex=pre not in SPLITS)
-        if pre in SPLITS:
-            tok.pre_tokenizer = pre_tokenizers.Sequence(
-                [pre_tokenizers.Split(Regex(SPLITS[str(pre)]), behavior="isolated"), byte_level])
-        elif pre in DIGITS_APART:
-            tok.pre_tokenizer = pre_tokenizers.Sequence(
-                [pre_tokenizers.Digits(individual_digits=True), byte_level])
-        else:
-            tok.pre_tokenizer = byte_level
-        tok.decoder = decoders.ByteLevel()
-        keep: set[str] | None = spelled
+        merges = _merges(m, tokens)
+        pre = m.string("tokenizer.ggml.pre", None)
     elif kind == "llama":
-        scores = meta.get("tokenizer.ggml.scores")
-        if not isinstance(scores, np.ndarray) or scores.shape != (len(tokens),):
-            raise bad(path, "a SentencePiece GGUF needs tokenizer.ggml.scores, one per token",
-                      "tokenizer.ggml.scores")
-        arch = str(meta.get("general.architecture"))
-        order = (-np.arange(len(tokens), dtype=np.float64) if arch.startswith("gemma")
-                 else scores.astype(np.float64))
-        merges = _merges(meta, path) if "tokenizer.ggml.merges" in meta else \
-            _derived_merges(tokens, order)
-        tok = Tokenizer(models.BPE(vocab, merges, unk_token=tokens[int(
-            meta.get("tokenizer.ggml.unknown_token_id", 0)) % len(tokens)],
-            fuse_unk=True, byte_fallback=True))
-        prefix = meta.get("tokenizer.ggml.add_space_prefix", not arch.startswith("gemma"))
-        steps = [normalizers.Prepend("▁")] if prefix else []
-        tok.normalizer = normalizers.Sequence([*steps, normalizers.Replace(" ", "▁")])
-        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
-                                         decoders.Fuse()])
-        keep = None
+        scores = m.numbers("tokenizer.ggml.scores", len(tokens), "scores").astype(np.float64)
+        nan = np.flatnonzero(np.isnan(scores))
+        if nan.size:
+            raise m.refuse("tokenizer.ggml.scores", f"tokenizer.ggml.scores[{nan[0]}] is nan; "
+                           "scores rank the merges and must be numbers")
+        arch = str(m.string("general.architecture", ""))
+        order = -np.arange(len(tokens), dtype=np.float64) if arch.startswith("gemma") else scores
+        merges = _merges(m, tokens) if "tokenizer.ggml.merges" in m else \
+            derived_merges(tokens, order, m)
+        unk = tokens[m.token_id("tokenizer.ggml.unknown_token_id", len(tokens), 0)]
+        prefix = bool(m.flag("tokenizer.ggml.add_space_prefix", not arch.startswith("gemma")))
     else:
-        raise bad(path, f"tokenizer.ggml.model {kind!r} is not supported (gpt2, llama)",
-                  "tokenizer.ggml.model")
-    if types is not None:
-        control = [AddedToken(t, normalized=False, special=True)
-                   for t, k in zip(tokens, types.tolist(), strict=True)
-                   if k == CONTROL and (keep is None or set(t) <= keep)]
-        tok.add_special_tokens(control)
-        tok.add_tokens([AddedToken(t, normalized=False, special=False)
-                        for t, k in zip(tokens, types.tolist(), strict=True) if k == USER_DEFINED])
-    tok.post_processor = _specials(meta, tokens, kind == "llama", path, processors)
+        raise m.refuse("tokenizer.ggml.model", f"tokenizer.ggml.model {kind!r} is not "
+                       "supported (gpt2, llama)")
+    specials = _specials(m, len(tokens), kind == "llama")
+    kinds = [] if types is None else types.tolist()
+
+    def make() -> Any:
+        vocab = {t: i for i, t in enumerate(tokens)}
+        if kind == "gpt2":
+            tok = _byte_level(vocab, merges, pre)
+            keep: set[str] | None = set(_bytes_to_unicode().values())
+        else:
+            tok = _sentencepiece(vocab, merges, unk, prefix)
+            keep = None
+        _add_tokens(tok, tokens, kinds, keep)
+        tok.post_processor = _template(tokens, specials)
+        return tok
+
+    return guarded(path, make)
+
+
+def _byte_level(vocab: dict[str, int], merges: list[tuple[str, str]], pre: str | None) -> Any:
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.BPE(vocab, merges, fuse_unk=False))
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=pre not in SPLITS)
+    if pre in SPLITS:
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(SPLITS[pre]), behavior="isolated"), byte_level])
+    elif pre in DIGITS_APART:
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Digits(individual_digits=True), byte_level])
+    else:
+        tok.pre_tokenizer = byte_level
+    tok.decoder = decoders.ByteLevel()
     return tok
 
 
-def _specials(meta: Mapping[str, Any], tokens: Sequence[str], sentencepiece: bool, path: Path,
-              processors: Any) -> Any:
-    """BOS before and EOS after each sequence, as the file's flags say (llama.cpp adds BOS to a
+def _sentencepiece(vocab: dict[str, int], merges: list[tuple[str, str]], unk: str,
+                   prefix: bool) -> Any:
+    from tokenizers import Tokenizer, decoders, models, normalizers
+
+    tok = Tokenizer(models.BPE(vocab, merges, unk_token=unk, fuse_unk=True,
+                               byte_fallback=True))
+    steps = [normalizers.Prepend("▁")] if prefix else []
+    tok.normalizer = normalizers.Sequence([*steps, normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                     decoders.Fuse()])
+    return tok
+
+
+def _add_tokens(tok: Any, tokens: Sequence[str], kinds: Sequence[int],
+                keep: set[str] | None) -> None:
+    """Control tokens kept whole (byte-level: those spelled in its bytes), user-defined ones
+    matched before the model; an empty text matches nothing and is left out."""
+    from tokenizers import AddedToken
+
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True)
+                            for t, k in zip(tokens, kinds, strict=False)
+                            if k == CONTROL and t and (keep is None or set(t) <= keep)])
+    tok.add_tokens([AddedToken(t, normalized=False, special=False)
+                    for t, k in zip(tokens, kinds, strict=False) if k == USER_DEFINED and t])
+
+
+def _specials(m: Metadata, count: int, sentencepiece: bool) -> list[tuple[str, int]]:
+    """("bos", id) and ("eos", id) as the file's flags say (llama.cpp adds BOS to a
     SentencePiece vocabulary that does not say otherwise)."""
-    parts: list[tuple[str, int]] = []
+    parts = []
     for which, default in (("bos", sentencepiece), ("eos", False)):
-        if not meta.get(f"tokenizer.ggml.add_{which}_token", default):
-            continue
-        i = meta.get(f"tokenizer.ggml.{which}_token_id")
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(tokens):
-            raise bad(path, f"tokenizer.ggml.{which}_token_id {i!r} is not a token id below "
-                      f"{len(tokens)}", f"tokenizer.ggml.{which}_token_id")
-        parts.append((which, i))
+        if m.flag(f"tokenizer.ggml.add_{which}_token", default):
+            parts.append((which, int(m.token_id(f"tokenizer.ggml.{which}_token_id", count))))
+    return parts
+
+
+def _template(tokens: Sequence[str], parts: list[tuple[str, int]]) -> Any:
+    """BOS before and EOS after each sequence. The template names them by placeholders, not
+    by their texts: a text such as `$B`, `<s>:1` or one with a space is template syntax."""
+    from tokenizers import processors
+
     if not parts:
         return None
-    bos = [tokens[i] for w, i in parts if w == "bos"]
-    eos = [tokens[i] for w, i in parts if w == "eos"]
-    single = " ".join([*bos, "$A", *eos])
-    return processors.TemplateProcessing(single=single,
-                                         special_tokens=[(tokens[i], i) for _, i in parts])
+    single = " ".join([*(w for w, _ in parts if w == "bos"), "$A",
+                       *(w for w, _ in parts if w == "eos")])
+    return processors.TemplateProcessing(
+        single=single, special_tokens=[{"id": w, "ids": [i], "tokens": [tokens[i]]}
+                                       for w, i in parts])
 
 
-def _merges(meta: Mapping[str, Any], path: Path) -> list[tuple[str, str]]:
-    merges = meta.get("tokenizer.ggml.merges")
+def _merges(m: Metadata, tokens: Sequence[str]) -> list[tuple[str, str]]:
+    """tokenizer.ggml.merges, each 'LEFT RIGHT' with LEFT, RIGHT and LEFTRIGHT tokens (the
+    tokenizers library panics on a merge whose result is not one)."""
+    key = "tokenizer.ggml.merges"
+    merges = m.meta.get(key)
     if merges is None or (isinstance(merges, np.ndarray) and merges.size == 0):
         return []  # a vocabulary with no merges: every token stands alone
-    if not isinstance(merges, list):
-        raise bad(path, "a BPE GGUF needs tokenizer.ggml.merges (a list of strings)",
-                  "tokenizer.ggml.merges")
+    merges = m.strings(key)
+    vocab = set(tokens)
     out = []
-    for m in merges:
-        a, sep, b = m.partition(" ")
+    for n, pair in enumerate(merges):
+        a, sep, b = pair.partition(" ")
         if not sep or not a or not b:
-            raise bad(path, f"tokenizer.ggml.merges holds {m[:40]!r}, not 'LEFT RIGHT'",
-                      "tokenizer.ggml.merges")
+            raise m.refuse(key, f"{key} holds {pair[:40]!r}, not 'LEFT RIGHT'")
+        for piece, role in ((a, "names"), (b, "names"), (a + b, "makes")):
+            if piece not in vocab:
+                raise m.refuse(key, f"{key}[{n}] {pair[:40]!r} {role} {piece[:40]!r}, which "
+                               "is not a token")
         out.append((a, b))
     return out
-
-
-def _derived_merges(tokens: Sequence[str], order: np.ndarray) -> list[tuple[str, str]]:
-    """SentencePiece BPE stores scores, not merges: every split of a token into two tokens of
-    the vocabulary is a merge, ranked by the merged token's score (best first), then by the
-    pieces' ids. Candidates are kept as three integer arrays, not tuples of strings, so a
-    262,144-token vocabulary costs tens of MB, not hundreds."""
-    index = {t: i for i, t in enumerate(tokens)}
-    merged: list[int] = []
-    left: list[int] = []
-    right: list[int] = []
-    for t, i in index.items():
-        for cut in range(1, len(t)):
-            a = index.get(t[:cut])
-            if a is not None:
-                b = index.get(t[cut:])
-                if b is not None:
-                    merged.append(i)
-                    left.append(a)
-                    right.append(b)
-    m, lft, rgt = (np.asarray(x, dtype=np.int64) for x in (merged, left, right))
-    del merged, left, right
-    rank = np.lexsort((rgt, lft, -order[m]))
-    return [(tokens[lft[k]], tokens[rgt[k]]) for k in rank.tolist()]

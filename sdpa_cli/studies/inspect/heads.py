@@ -47,8 +47,7 @@ def candidates(tok: Tokenizer, rows: int) -> NDArray[np.int64]:
     """Token ids to draw from: the vocabulary the embedding holds, less the tokenizer's
     special tokens (BOS, EOS, padding: a repeated sequence of ordinary tokens)."""
     vocab = min(tok.vocab, rows)
-    special = {int(i) for i, t in tok.tok.get_added_tokens_decoder().items() if t.special}
-    special |= set(tok.prefix) | set(tok.suffix)
+    special = tok.special_ids() | set(tok.prefix) | set(tok.suffix)
     out: NDArray[np.int64] = np.array([i for i in range(vocab) if i not in special],
                                       dtype=np.int64)
     return out

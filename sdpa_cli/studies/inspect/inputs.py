@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.spec import limits
-from sdpa_cli.studies.inspect import gguf_tokenizer
+from sdpa_cli.studies.inspect import gguf_tokenizer, interventions
 from sdpa_cli.studies.inspect.checkpoint import Checkpoint, bad, find, open_checkpoint
 from sdpa_cli.studies.inspect.models import rowstats
 from sdpa_cli.studies.inspect.models.common import ATTEND_ELEMENTS
@@ -96,19 +96,20 @@ def _prepare(spec: InspectSpec) -> Inputs | Skipped:
     if folder is None:  # a batch on a machine without the model (or the extra) skips it
         how = f"; get it with: {spec.fetch}" if spec.fetch else fetch_hint(spec.model)
         return Skipped(f"model {spec.model!r} is not on this machine (looked in {where}; "
-                       f"sdpa never downloads{how})")
+                       f"sdpa never downloads){how}")
     require_extra()
     ckpt = open_checkpoint(folder)
     tok = tokenizer(ckpt)
     rows = ckpt.tensors[ckpt.family.embedding].shape[0]
-    if tok.vocab > rows:
-        raise bad(f"the tokenizer has {tok.vocab} tokens but the embedding only {rows} rows",
-                  ckpt.tokenizer)
+    if tok.top >= rows:  # ids need not be dense: the highest one must have its row
+        raise bad(f"the tokenizer's token ids reach {tok.top} but the embedding has only "
+                  f"{rows} rows", ckpt.tokenizer)
     limit = _positions(ckpt)
     for i, n in enumerate(spec.seq_len):
         if limit is not None and n > limit:
             raise InputError(Problem(f"{n} is above the model's max_position_embeddings "
                                      f"{limit}", field=f"seq_len[{i}]"))
+    interventions.check(spec, ckpt)
     ids, label = _tokens(spec, tok, rows)
     held, work = plan_memory(spec, ckpt)
     memory, have = held + work, physical_memory()
@@ -194,7 +195,8 @@ def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
     attention = heads_at_once * n * n * item + 3 * n * n
     stats = (4 * rowstats.GROUP_ELEMENTS * item + spec.induction_sequences * n * n
              + 32 * 8 * count * spec.sequences * n)
-    return loose + max(per_layer.values(), default=0), acts + attention + stats
+    return (loose + max(per_layer.values(), default=0) + interventions.kept_weights(spec, ckpt),
+            acts + attention + stats + interventions.memory(spec, ckpt, item))
 
 
 def cost(spec: InspectSpec) -> limits.Cost:
@@ -212,9 +214,10 @@ def cost(spec: InspectSpec) -> limits.Cost:
     tokens = batch * sum(spec.seq_len)
     # BLAS multiply-adds run ~100× faster than the drawn numbers MAX_WORK counts; the
     # weight-only bound takes a few d_k × d_k SVDs per head (~10 d_k³ each)
-    flops = kinds * (2 * tokens * params + rules * layers * count * batch
-                     * sum(n * n * (dim + 40) for n in spec.seq_len)
-                     + layers * count * 30 * dim ** 3) // 100
+    flops = (kinds * (2 * tokens * params + rules * layers * count * batch
+                      * sum(n * n * (dim + 40) for n in spec.seq_len)
+                      + layers * count * 30 * dim ** 3)
+             + interventions.work(spec, got.ckpt, params)) // 100
     heads = kinds * len(spec.seq_len) * layers * count * rules
     summary = kinds * len(spec.seq_len) * layers * rules
     # a head row is about 1.3 kB of JSON, CSV and Markdown; every token id is recorded
@@ -230,7 +233,7 @@ def check_model(target: str) -> None:
     folder, where = find(target)
     if folder is None:
         raise InputError(Problem(f"no model folder or cached model {target!r} (looked in "
-                                 f"{where}; sdpa never downloads{fetch_hint(target)})",
+                                 f"{where}; sdpa never downloads){fetch_hint(target)}",
                                  field="MODEL"))
 
 
@@ -239,5 +242,5 @@ def fetch_hint(model: str) -> str:
     cache it looks in: config.json, tokenizer.json, the safetensors and their index."""
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", model) or Path(model).exists():
         return ""
-    return f'; fetch it with: hf download {model} --include "*.json" "*.safetensors"'
+    return f'; get it with: hf download {model} --include "*.json" "*.safetensors"'
 

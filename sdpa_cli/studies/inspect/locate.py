@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sdpa_cli.errors import InputError, Problem
+from sdpa_cli.io.environment import hub_root
 from sdpa_cli.io.jsonio import MAX_DEPTH as MAX_JSON_DEPTH
 from sdpa_cli.io.jsonio import JsonError, load_json
 
@@ -27,6 +28,21 @@ JSON_FAULTS = {"read": "cannot be read", "size": "is too large", "utf8": "is not
 def bad(message: str, file: Path | str | None = None, field: str | None = None) -> InputError:
     return InputError(Problem(message, file=str(file) if file is not None else None,
                               field=field))
+
+
+def kind_of(path: Path) -> str:
+    """What a path that is not a regular file is, for a message: 'a FIFO', 'a folder', 'a
+    character device', 'a link to nothing'."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "a link to nothing" if os.path.islink(path) else "missing"
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def read_bounded(path: Path, what: str, max_bytes: int) -> bytes:
@@ -63,14 +79,6 @@ def model_json(path: Path, what: str, max_bytes: int) -> Any:
                   path) from None
 
 
-def hub_root() -> Path:
-    """The Hugging Face cache's hub folder: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/…/hub."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME")
-    return Path(home) / "hub" if home else Path.home() / ".cache" / "huggingface" / "hub"
-
-
 def ollama_root() -> Path:
     """The Ollama store: $OLLAMA_MODELS, else ~/.ollama/models."""
     env = os.environ.get("OLLAMA_MODELS")
@@ -86,6 +94,8 @@ def find(model: str, base: Path | None = None) -> tuple[Path | None, str]:
         path = base / path
     if path.is_dir() or path.is_file():
         return path, str(path)
+    if os.path.lexists(path):  # a FIFO, a device, a link to nothing: never read, never waited on
+        raise bad(f"the model is {kind_of(path)}, not a GGUF file or a model folder", path)
     hub, store = hub_root(), ollama_root()
     where = f"{path}, {hub} or {store}"
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+|[A-Za-z0-9][\w.-]*", model):
@@ -119,6 +129,8 @@ def _ollama(model: str, store: Path) -> Path | None:
         return None
     manifest = (store / "manifests" / "registry.ollama.ai" / (m["ns"] or "library") / m["name"]
                 / (m["tag"] or "latest"))
+    if os.path.lexists(manifest) and not manifest.is_file():
+        raise bad(f"the Ollama manifest is {kind_of(manifest)}, not a regular file", manifest)
     if not manifest.is_file():
         return None
     doc = model_json(manifest, "Ollama manifest", MAX_MANIFEST)
@@ -132,6 +144,9 @@ def _ollama(model: str, store: Path) -> Path | None:
                 raise bad(f"the model layer's digest {str(digest)[:80]!r} is not sha256:HEX",
                           manifest, "layers")
             blob = store / "blobs" / digest.replace(":", "-")
+            if os.path.lexists(blob) and not blob.is_file():
+                raise bad(f"names blob {blob.name}, which is {kind_of(blob)}, not a regular "
+                          "file", manifest)
             if not blob.is_file():
                 raise bad(f"names blob {blob.name}, which is not in {blob.parent}", manifest)
             return blob

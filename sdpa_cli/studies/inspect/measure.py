@@ -27,6 +27,7 @@ from sdpa_cli.studies.inspect.models.qkbound import (
     spectra,
 )
 from sdpa_cli.studies.inspect.models.stats import F64, HeadStats, OwnRule, own_rule_name
+from sdpa_cli.studies.inspect.models.tensormap import QK
 from sdpa_cli.studies.inspect.rows import HeadRow
 
 PRE = "pre-norm:"  # the scaling label's prefix for a QK-norm model's q and k before the norm
@@ -56,9 +57,12 @@ def vectors(lo: LayerOut) -> Iterator[tuple[str, Array, Array]]:
         yield PRE, lo.q_pre, lo.k_pre
 
 
-def layer_spectra(family: str, config: Any, read: Reader, layer: int) -> dict[str, Spectra]:
-    """The weight-only norms of one layer, keyed by label prefix ("" and PRE)."""
-    maps = layer_maps(family, config, read, layer)
+def layer_spectra(qk: QK | None, read: Reader) -> dict[str, Spectra]:
+    """The weight-only norms of one layer as its table declares them, keyed by label prefix
+    ("" and PRE); none for a family that declares no bound."""
+    if qk is None:
+        return {}
+    maps = layer_maps(qk, read)
     return {prefix: spectra(maps[key]) for key, prefix in (("q,k", ""), ("pre-norm", PRE))
             if key in maps}
 

@@ -164,3 +164,25 @@ RESIDUAL_COLUMNS = (
     Column("channel", "channel", "int"),
     Column("token", "token", "text"),
 )
+
+
+@dataclass(frozen=True)
+class InterventionRow:
+    """The model's next-token loss with its attention scale changed (or unchanged)."""
+
+    layer: int | str  # the one layer changed; "all" (every layer), or "none" (as trained)
+    factor: float | None  # the multiplier on that scale (unscaling: 1/scale); None: per layer
+    loss: float  # mean next-token cross-entropy (nats) over the text's predicted positions
+    loss_increase: float  # loss − the unchanged model's loss (nats)
+    perplexity_ratio: float  # exp(loss_increase): the perplexity against the unchanged one's
+    kl: float  # mean KL(unchanged ‖ changed) of the next-token distributions (nats)
+
+
+INTERVENTION_COLUMNS = (
+    Column("layer", "layer", "text", priority=0),
+    Column("factor", "× scale", "g", priority=0),
+    Column("loss", "loss", "f3", priority=0),
+    Column("loss_increase", "Δloss", "f3", priority=0),
+    Column("perplexity_ratio", "ppl ×", "g", priority=1),
+    Column("kl", "KL", "g", priority=0),
+)

@@ -18,6 +18,7 @@ from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
 from sdpa_cli.spec.common import Documented
+from sdpa_cli.studies.inspect import interventions
 from sdpa_cli.studies.inspect.checkpoint import Weights
 from sdpa_cli.studies.inspect.figures_data import figures
 from sdpa_cli.studies.inspect.findings import (
@@ -41,14 +42,17 @@ from sdpa_cli.studies.inspect.findings_heads import (
 )
 from sdpa_cli.studies.inspect.heads import Induction, induction_tokens
 from sdpa_cli.studies.inspect.inputs import Inputs, Skipped, prepare
+from sdpa_cli.studies.inspect.interventions import Capture, Interventions
 from sdpa_cli.studies.inspect.measure import Layer, layer_spectra, measure_layer, own_rule
 from sdpa_cli.studies.inspect.models.common import LayerOut, init_reader, softmax_rows
 from sdpa_cli.studies.inspect.models.qkbound import Spectra
 from sdpa_cli.studies.inspect.models.stats import head_scores as _scores
+from sdpa_cli.studies.inspect.models.tensormap import Mapped
 from sdpa_cli.studies.inspect.models.threads import blas_threads
 from sdpa_cli.studies.inspect.rows import (
     FIELDS,
     HEAD_COLUMNS,
+    INTERVENTION_COLUMNS,
     LAYER_COLUMNS,
     RESIDUAL_COLUMNS,
     SUMMARY_COLUMNS,
@@ -77,8 +81,11 @@ def documented_problem(spec: InspectSpec, entry: Documented) -> str | None:
     """An entry names a head field or a summary over the heads it selects (SUMMARIES), and
     its row selects weights, seq_len and scaling the run will have (layer, head optional)."""
     name = entry.quantity
+    if interventions.quantity(name):
+        return interventions.problem(spec, entry)
     if summary_quantity(name) is None and name not in FIELDS:
-        return f"no quantity {name!r}; one of {', '.join((*FIELDS, *SUMMARIES))}"
+        return (f"no quantity {name!r}; one of "
+                f"{', '.join((*FIELDS, *SUMMARIES, *interventions.QUANTITIES))}")
     unknown = sorted(set(entry.row) - set(SELECTORS))
     if unknown:
         return f"row key {unknown[0]!r} is not one of {', '.join(SELECTORS)}"
@@ -97,12 +104,22 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
     hist: dict[tuple[str, int, int], list[int]] = {}
     picture: dict[str, Any] = {}
     kinds = ["trained", "init"] if spec.weights == "init" else ["trained"]
-    if ctx.tick is not None:  # progress: one task per (weights, length) forward pass
-        ctx.tick(len(kinds) * len(spec.seq_len), 0)
+    layer_count = got.ckpt.shape[0]
+    scale = interventions.unmeasured(spec, got.ckpt)
+    cap = Capture.of(spec, layer_count, spec.sequences) if \
+        interventions.wanted(spec) and scale is None else None
+    if ctx.tick is not None:  # progress: one task per (weights, length) forward pass, per
+        # changed forward, and the pass over the LM head
+        ctx.tick(len(kinds) * len(spec.seq_len) + (
+            interventions.planned(spec, layer_count) + 1 if cap is not None else 0), 0)
     rows_ = got.ckpt.tensors[got.ckpt.family.embedding].shape[0]
     induction = induction_tokens(spec, got.tok, rows_)
-    for kind in kinds:
-        heads += _measure(spec, got, kind, hist, picture, ctx, induction, residual)
+    for kind in kinds:  # weights that overflow float32: the "statistics finite" check says so
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            got_rows, got_scale = _measure(spec, got, kind, hist, picture, ctx, induction,
+                                           residual, cap if kind == "trained" else None)
+        heads += got_rows
+        scale = got_scale or scale
     rows = [as_row(r) for r in heads]
     layers = layer_rows(rows)
     checks = [Check("statistics finite", all(np.isfinite(r["score_std"]) for r in rows),
@@ -131,12 +148,14 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
                       tuple(layers), terminal=False),
                 Table("residual", "Per layer: the largest residual activation and where it "
                       "sits (the last layer's after the final norm)", RESIDUAL_COLUMNS,
-                      tuple(as_row(r) for r in residual), terminal=False)],
-        checks=checks, lookup=_lookup(rows), theory=(
+                      tuple(as_row(r) for r in residual), terminal=False),
+                *_loss_tables(scale)],
+        checks=checks, lookup=_lookup(rows, scale), theory=(
             "Independent q, k with unit components: q·k has std √d_k; ÷√d_k makes it 1.",),
         notes=notes,
         figures=figures(spec, rows, hist, picture, got.ckpt.shape) if ctx.figures else (),
-        findings=(*findings(spec, rows, got.ckpt.shape),
+        # a run that changes the scale asks whether the model needs it: that answer first
+        findings=(*interventions.findings(scale, d), *findings(spec, rows, got.ckpt.shape),
                   *within_findings(rows, spec.seq_len, d), _pattern(spec, rows, picture),
                   *head_findings(rows, spec.seq_len, induction),
                   *sink_findings(rows, spec.seq_len, _first_tokens(spec, got), bos),
@@ -145,9 +164,27 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         expect=expect(),
     )
     # what was read, so a result names its checkpoint, tokenizer, text and tokens exactly
-    return dataclasses.replace(result, extra={"inputs": {**_digests(spec, got),
-                                                         "tensor_types": tensor_types(got)},
-                                              "tokens": _tokens(spec, got, induction)})
+    extra = {"inputs": {**_digests(spec, got), "tensor_types": tensor_types(got)},
+             "tokens": _tokens(spec, got, induction)}
+    if scale is not None:
+        extra["interventions"] = scale.to_json()
+    return dataclasses.replace(result, extra=extra)
+
+
+def _loss_tables(scale: Interventions | None) -> list[Table]:
+    """The loss as trained and changed: a small table for the terminal (the changes of every
+    layer and the layers that matter most), every layer unscaled alone in the files."""
+    if scale is None or scale.loss is None:
+        return []
+    head = (f"Next-token loss (nats) with the attention scale changed: n = {scale.seq_len}, "
+            f"{scale.positions} predicted tokens")
+    out = [Table("interventions", head, INTERVENTION_COLUMNS,
+                 tuple(interventions.terminal_rows(scale)))]
+    by_layer = interventions.layer_rows(scale)
+    if len(by_layer) > interventions.TOP:
+        out.append(Table("interventions_by_layer", "Each layer's scale removed alone",
+                         INTERVENTION_COLUMNS, tuple(by_layer), terminal=False))
+    return out
 
 
 def own_rules(rows: Sequence[Row]) -> str:
@@ -226,12 +263,16 @@ def _sha256(path: Path) -> str:
 
 def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, int, int],
              list[int]], picture: dict[str, Any], ctx: RunContext,
-             induction: Induction | None, residual: list[ResidualRow]) -> list[HeadRow]:
+             induction: Induction | None, residual: list[ResidualRow], cap: Capture | None
+             ) -> tuple[list[HeadRow], Interventions | None]:
     ckpt = got.ckpt
     dtype = np.float64 if spec.dtype == "float64" else np.float32
     std = float(ckpt.config.get("initializer_range", 0.02))
-    weights = Weights(ckpt) if kind == "trained" else None
-    read = weights if weights is not None else init_reader(ckpt.shapes(), std, spec.entropy)
+    qk = ckpt.table.qk
+    # the bound reads the q and k weights the forward has just read, not a second copy
+    held = [name for layer in qk or () for name in layer.names()]
+    read = Weights(ckpt, held) if kind == "trained" else Mapped(
+        ckpt.table, init_reader(ckpt.shapes(), std, spec.entropy), held)
     out: list[HeadRow] = []
     bounds: dict[int, dict[str, Spectra]] = {}  # per layer, computed at the first length
     # --workers cores: BLAS threads for the forward's large products (nothing else runs
@@ -240,6 +281,8 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
     # cluster (an executor) other specs' threads share this process: BLAS stays at one.
     cores = ctx.workers if ctx.executor is None else 1
     pool = ThreadPoolExecutor(cores, thread_name_prefix="sdpa-heads") if cores > 1 else None
+    last = ckpt.shape[0] - 1
+    scale = None
     try:
         for n in spec.seq_len:
             ids = got.ids[n]
@@ -254,7 +297,7 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
                     break
                 with blas_threads(1):
                     if layer not in bounds:
-                        bounds[layer] = layer_spectra(ckpt.family.name, ckpt.config, read, layer)
+                        bounds[layer] = layer_spectra(qk[layer] if qk else None, read.kept)
 
                     def keep(counts: Any, key: tuple[str, int, int] = (kind, n, layer)) -> None:
                         hist[key] = counts.tolist()
@@ -266,15 +309,26 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
                                          keep if ctx.figures else None, pool, cores)
                     if kind == "trained" and n == min(spec.seq_len):
                         _picture(picture, lo, n, got, ids)
+                    if cap is not None:
+                        cap.take(n, layer, lo, layer == last)
                 del lo  # this layer's q, k and v go before the next layer's arrive
             if ctx.tick is not None:
                 ctx.tick(0, 1)
+        if cap is not None:
+            tick = ctx.tick
+            # the changed forwards are the forward's large products again: every core
+            with blas_threads(cores):
+                scale = interventions.measure(spec, ckpt, read, got.ids[cap.n], cap, dtype,
+                                              (lambda: tick(0, 1)) if tick is not None else None)
+            if tick is not None:  # the pass over the LM head, and any change planned but
+                # not run (a scale factor that was the removal of the scale)
+                run_ = len(scale.rows) - 1
+                tick(0, 1 + interventions.planned(spec, ckpt.shape[0]) - run_)
     finally:
         if pool is not None:
             pool.shutdown()
-        if weights is not None:
-            weights.close()
-    return out
+        read.close()
+    return out, scale
 
 
 def _picture(picture: dict[str, Any], lo: LayerOut, n: int, got: Inputs, ids: Any) -> None:
@@ -292,8 +346,10 @@ def _picture(picture: dict[str, Any], lo: LayerOut, n: int, got: Inputs, ids: An
     picture["n"] = n
 
 
-def _lookup(rows: Sequence[Row]) -> Lookup:
+def _lookup(rows: Sequence[Row], scale: Interventions | None) -> Lookup:
     def lookup(entry: Documented, quantity: str) -> tuple[float | None, float | None]:
+        if interventions.quantity(quantity):
+            return interventions.lookup(scale, entry, quantity), None
         found = find_rows(rows, entry.row)
         if not found:
             return None, None

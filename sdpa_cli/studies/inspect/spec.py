@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sdpa_cli.errors import SpecFieldError
-from sdpa_cli.spec.common import Int, PosInt, ScalingField, SeTolerance, SpecBase, scalings
+from sdpa_cli.spec.common import (
+    Float,
+    Int,
+    PosInt,
+    ScalingField,
+    SeTolerance,
+    SpecBase,
+    scalings,
+)
 
 MAX_SEQ_LEN = 8192
 MAX_SEQUENCES = 256
+MAX_FACTOR = 1e6  # on the attention scale: far past where every row is one-hot
+Factor = Annotated[Float, Field(ge=0, le=MAX_FACTOR)]
+Layer = Annotated[Int, Field(ge=0)]
 
 
 class InspectSpec(SpecBase):
@@ -50,6 +61,18 @@ class InspectSpec(SpecBase):
         default_factory=lambda: scalings("none").default_factory(), min_length=1,
         description="Rules applied to the same q and k in place of the model's own (default "
         "none); the model's own is always there as `model`.")
+    loss: bool = Field(False, description="Also the model's mean next-token loss (nats) on "
+                       "the text's sequences of the longest length (decoders; implied by "
+                       "scale_factors and unscale_layers).")
+    scale_factors: list[Factor] = Field(
+        default_factory=list, description="Multiply every layer's attention scale (on q·k, "
+        "after any QK-norm, before any soft-cap) by each factor in turn: the loss and the KL "
+        "from the unchanged model's next-token distribution for each, and the same with the "
+        "scale removed everywhere.")
+    unscale_layers: list[Layer | Literal["all"]] = Field(
+        default_factory=list, description="Set one layer's attention scale to 1 (q·k "
+        "unscaled) at a time: the layers given, or all (each in turn); the loss and KL of "
+        "each, and the same with the scale removed everywhere.")
     dtype: Literal["float32", "float64"] = Field("float32", description="Forward-pass "
                                                  "precision (statistics are float64).")
     require_models: bool = Field(False, description="With --check, a model that is not on "
@@ -61,6 +84,16 @@ class InspectSpec(SpecBase):
     se_tolerance: SeTolerance = Field(4.0, gt=0, description="Audit tolerance in standard errors "
                                 "(unused: the statistics are exact for the text given).")
 
+    @field_validator("unscale_layers", mode="before")
+    @classmethod
+    def _all(cls, v: Any) -> Any:
+        return [v] if v == "all" else v  # `unscale_layers: all` reads as [all]
+
+    @property
+    def interventions(self) -> bool:
+        """Whether the run changes the attention scale (and so measures the loss too)."""
+        return bool(self.scale_factors or self.unscale_layers)
+
     @model_validator(mode="after")
     def _lists(self) -> InspectSpec:
         for i, n in enumerate(self.seq_len):
@@ -68,6 +101,13 @@ class InspectSpec(SpecBase):
                 raise SpecFieldError(("seq_len", i), f"{n} is outside 2…{MAX_SEQ_LEN}")
             if n in self.seq_len[:i]:
                 raise SpecFieldError(("seq_len", i), f"{n} is listed twice")
+        if "all" in self.unscale_layers and len(self.unscale_layers) > 1:
+            raise SpecFieldError(("unscale_layers",), "all stands alone (it is every layer)")
+        for name in ("unscale_layers", "scale_factors"):
+            values = getattr(self, name)
+            for i, x in enumerate(values):
+                if x in values[:i]:
+                    raise SpecFieldError((name, i), f"{x} is listed twice")
         labels = [s.label for s in self.scalings]
         for i, label in enumerate(labels):
             if label in labels[:i]:

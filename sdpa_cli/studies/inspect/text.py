@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 from dataclasses import dataclass
 from importlib import resources
@@ -15,6 +16,7 @@ from numpy.typing import NDArray
 
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.io import topics
+from sdpa_cli.studies.inspect.boundary import guarded
 from sdpa_cli.studies.inspect.locate import read_bounded
 
 PROBE = "attention"  # a word every vocabulary spells somehow: finds where the specials go
@@ -22,12 +24,15 @@ PROBE = "attention"  # a word every vocabulary spells somehow: finds where the s
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """A `tokenizers` tokenizer with the special tokens one sequence gets around its body."""
+    """A `tokenizers` tokenizer with the special tokens one sequence gets around its body.
+    Every call into the library is guarded: a failure or a panic names the file."""
 
     tok: Any
     prefix: tuple[int, ...]
     suffix: tuple[int, ...]
     decoded: bool = False  # label tokens by their text (byte-level vocabularies spell bytes)
+    path: Path = Path("tokenizer.json")  # the file it was read from, for messages
+    top: int = 0  # the highest token id it can give (ids need not be dense)
 
     @property
     def specials(self) -> int:
@@ -35,17 +40,25 @@ class Tokenizer:
 
     @property
     def vocab(self) -> int:
-        return int(self.tok.get_vocab_size(with_added_tokens=True))
+        return int(guarded(self.path, lambda: self.tok.get_vocab_size(with_added_tokens=True)))
 
     def body(self, text: str) -> list[int]:
-        return list(self.tok.encode(text, add_special_tokens=False).ids)
+        return list(guarded(self.path, lambda: self.tok.encode(text,
+                                                               add_special_tokens=False).ids))
+
+    def special_ids(self) -> set[int]:
+        """The ids of its special added tokens (BOS, EOS, padding, control tokens)."""
+        return guarded(self.path, lambda: {int(i) for i, t in
+                                           self.tok.get_added_tokens_decoder().items()
+                                           if t.special})
 
     def label(self, i: int) -> str:
         if self.decoded:
-            text = str(self.tok.decode([int(i)], skip_special_tokens=False))
+            text = str(guarded(self.path, lambda: self.tok.decode([int(i)],
+                                                                  skip_special_tokens=False)))
             if text and "\ufffd" not in text:  # a whole character: show it, blanks visible
                 return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
-        return str(self.tok.id_to_token(int(i)) or f"#{i}")
+        return str(guarded(self.path, lambda: self.tok.id_to_token(int(i))) or f"#{i}")
 
 
 MAX_TOKENIZER = 64 * 1024**2  # tokenizer.json: the largest vocabularies take ~30 MB
@@ -56,23 +69,31 @@ def load_tokenizer(path: Path) -> Tokenizer:
 
     raw = read_bounded(path, "tokenizer.json", MAX_TOKENIZER)
     try:
-        tok = HFTokenizer.from_str(raw.decode("utf-8"))
-    except Exception as e:  # the Rust side raises its own exception types
-        first = (str(e).splitlines() or ["unreadable"])[0][:200]
-        raise InputError(Problem(f"not a tokenizers file: {first}", file=str(path))) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(Problem(f"not a tokenizers file: not UTF-8 (byte {e.start})",
+                                 file=str(path))) from None
+    tok = guarded(path, lambda: HFTokenizer.from_str(text), "the tokenizers library (reading "
+                  "tokenizer.json)")
     return wrap(tok, path)
 
 
 def wrap(tok: Any, path: Path, decoded: bool = False) -> Tokenizer:
     """A `tokenizers` tokenizer with its specials found (where the post-processor puts them)."""
+    return guarded(path, lambda: _wrap(tok, path, decoded))
+
+
+def _wrap(tok: Any, path: Path, decoded: bool) -> Tokenizer:
     tok.no_padding()  # MiniLM's file pads every sequence to 128
     tok.no_truncation()
     plain = tok.encode(PROBE, add_special_tokens=False).ids
     full = tok.encode(PROBE, add_special_tokens=True).ids
     s = int(tok.num_special_tokens_to_add(False))
+    top = max([*tok.get_vocab(with_added_tokens=True).values(), *full], default=0)
     for i in range(len(full) - len(plain) + 1):
         if full[i:i + len(plain)] == plain and len(full) - len(plain) == s:
-            return Tokenizer(tok, tuple(full[:i]), tuple(full[i + len(plain):]), decoded)
+            return Tokenizer(tok, tuple(full[:i]), tuple(full[i + len(plain):]), decoded, path,
+                             int(top))
     raise InputError(Problem("cannot tell where its post-processor puts the special tokens",
                              file=str(path)))
 
@@ -111,11 +132,20 @@ def _open_text(path: Path) -> int:
     return fd
 
 
+def _read(fd: int, count: int, path: Path) -> bytes:
+    """os.read, its failure (EIO from /proc/self/mem) said as the text's."""
+    try:
+        return os.read(fd, count)
+    except OSError as e:
+        raise InputError(Problem(f"cannot read the text: {e.strerror or e}", file=str(path),
+                                 field="text")) from None
+
+
 def read_text(path: Path, limit: int = MAX_TEXT) -> str:
     """A regular file's first `limit` bytes as UTF-8 (a character cut at the bound dropped)."""
     fd = _open_text(path)
     try:
-        data = os.read(fd, limit)
+        data = _read(fd, limit, path)
     finally:
         os.close(fd)
     return _decode(data, path, final=len(data) < limit)
@@ -135,9 +165,11 @@ SLACK = 16  # tokens kept clear of a cut: only the last pre-token before it can 
 def text_tokens(tok: Tokenizer, paths: list[Path], need: int) -> list[int]:
     """The first `need` body tokens of the files, each tokenised on its own, in order (fewer
     when they run out). Only as much text is read and tokenised as that takes: a window of
-    each file's start, doubled until it holds `need` tokens SLACK clear of the window's cut
-    (made before a run of whitespace), at most MAX_TEXT bytes per file. The tokens are those
-    of the whole text: a cut changes at most the pre-token it falls in."""
+    each file's start, doubled until it holds `need` tokens SLACK clear of the window's cut,
+    at most MAX_TEXT bytes per file. The tokens are those of the whole text: a cut made
+    before a run of whitespace changes at most the pre-token it falls in; a window that is
+    mostly one run without whitespace (a line of 8 MiB) is cut anywhere, and only the tokens
+    two windows agree on, SLACK short of where they part, are kept."""
     out: list[int] = []
     for path in paths:
         if len(out) >= need:
@@ -150,10 +182,11 @@ def _file_tokens(tok: Tokenizer, path: Path, need: int) -> list[int]:
     fd = _open_text(path)
     try:
         data, size = b"", TEXT_BLOCK
+        before: list[int] | None = None  # the last window's tokens, where it had no good cut
         while True:
             want = min(size, MAX_TEXT)
             while len(data) < want:
-                block = os.read(fd, want - len(data))
+                block = _read(fd, want - len(data), path)
                 if not block:
                     break
                 data += block
@@ -162,22 +195,51 @@ def _file_tokens(tok: Tokenizer, path: Path, need: int) -> list[int]:
             if whole:
                 return tok.body(text)[:need]
             cut = _last_space(text)
-            ids = tok.body(text[:cut]) if cut > 0 else []
-            if len(ids) >= need + SLACK:
-                return ids[:need]
+            if cut > len(text) // 2:
+                ids = tok.body(text[:cut])
+                if len(ids) >= need + SLACK:
+                    return ids[:need]
+            else:
+                ids = tok.body(text)
+                if before is not None and _agree(before, ids) >= need + SLACK:
+                    return ids[:need]
+                before = ids
             size *= 2
     finally:
         os.close(fd)
 
 
+def _agree(a: list[int], b: list[int]) -> int:
+    """How many tokens two lists share from their start."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0])
+
+
+_SPACE = re.compile(r"\s")
+
+
 def _last_space(text: str) -> int:
-    """Before the last run of whitespace that has text before it."""
-    i = len(text)
-    while i > 0 and not text[i - 1].isspace():
-        i -= 1
-    while i > 0 and text[i - 1].isspace():
-        i -= 1
-    return i
+    """Before the last run of whitespace that has text before it (0: none); searched from
+    the end in C, so a window of 64 MiB without whitespace costs no Python loop."""
+    found = _SPACE.search(text[::-1])
+    if found is None:
+        return 0
+    return len(text[:len(text) - found.start()].rstrip())
+
+
+def _what_fits(have: int, tok: Tokenizer, seq_len: int, count: int) -> str:
+    """The flags to change, with values this text holds: fewer sequences of this length, or
+    this many sequences of a shorter length (or more text)."""
+    ways = []
+    if have // (seq_len - tok.specials) >= 1:
+        ways.append(f"--sequences {have // (seq_len - tok.specials)}")
+    if have // count >= 1:
+        ways.append(f"--seq-len {have // count + tok.specials}")
+    return f"; give {' or '.join(ways)} (spec: sequences, seq_len), or more text" if ways \
+        else "; give more text"
 
 
 def chunks(tok: Tokenizer, ids: list[int], seq_len: int, count: int, where: str
@@ -190,9 +252,11 @@ def chunks(tok: Tokenizer, ids: list[int], seq_len: int, count: int, where: str
                                  "tokens", field="seq_len"))
     need = body * count
     if len(ids) < need:
+        fits = _what_fits(len(ids), tok, seq_len, count)
         raise InputError(Problem(f"too little text: {len(ids)} tokens, and {count} sequences "
                                  f"of {seq_len} need {need} ({body} each beside "
-                                 f"{tok.specials} special tokens)", file=where, field="text"))
+                                 f"{tok.specials} special tokens){fits}", file=where,
+                                 field="text"))
     rows = [list(tok.prefix) + ids[i * body:(i + 1) * body] + list(tok.suffix)
             for i in range(count)]
     return np.array(rows, dtype=np.int64)

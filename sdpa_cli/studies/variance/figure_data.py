@@ -89,8 +89,9 @@ def figures(
         "variance_vs_dim", "variance.vs_dim", title,
         {"curves": curves, "quantity": "std" if about_std else "variance",
          "se_k": spec.se_tolerance},
-        caption="Points are measurements with their ±se bars, lines the closed form each "
-                "should sit on: a point off its line is a failed check.",
+        caption=f"Points are measurements with bars of ± {spec.se_tolerance:g} se (the "
+                "check's own tolerance, se_tolerance), lines the closed form each should sit "
+                "on: a point whose bar misses its line is a failed check.",
     )
     return hist, vvd
 

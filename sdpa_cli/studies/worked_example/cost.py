@@ -92,6 +92,14 @@ def _worked_part_range(part: Any, at: Loc) -> None:
         if bound > WORKED_RANGE:
             reach = f"{bound:.2g}" if bound < float("inf") else "past float64's largest"
             refuse("factors", f"(factor)² × variance can reach {reach},")
+        # every variance is divided by the first: one below 1e-150 makes the ratios overflow
+        # (1e150 / 5e-324 is past float64's largest)
+        small = [v for v in _flat(part.variances) if 0 < v < 1 / WORKED_RANGE]
+        if small:
+            raise SpecFieldError((*at, "variances"), f"a variance of {min(small):.3g} is "
+                                 f"below {1 / WORKED_RANGE:.0e}: the ratios Var(d)/Var("
+                                 f"{part.dims[0] if part.dims else 1}) would overflow or lose "
+                                 "every digit in float64; use larger numbers (or 0)")
         # a factor whose square underflows makes its scaled variance exactly 0 (5e-324² = 0)
         tiny = [f for f in _flat(part.factors) if 0 < f < 1 / WORKED_RANGE]
         if tiny:

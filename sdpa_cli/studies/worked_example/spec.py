@@ -293,6 +293,10 @@ def _check_scaling(part: Part, at: tuple[str | int, ...]) -> None:
     if part.factors is not None and len(part.factors) != len(part.dims):
         raise SpecFieldError((*at, "factors"), f"has {len(part.factors)} numbers for "
                              f"{len(part.dims)} dims; give one factor per dimension")
+    for i, v in enumerate(part.variances):
+        if v < 0:
+            raise SpecFieldError((*at, "variances", i), f"is {v:g}: a variance is the mean of "
+                                 "squares and cannot be negative")
     if part.variances[0] == 0:
         raise SpecFieldError((*at, "variances", 0), "is the reference the others are compared "
                              "with; it cannot be 0")

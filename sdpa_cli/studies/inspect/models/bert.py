@@ -3,31 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
+from sdpa_cli.studies.inspect.models import lnstack
 from sdpa_cli.studies.inspect.models.common import (
     ACTIVATIONS,
-    Array,
     ConfigError,
-    LayerOut,
-    Reader,
-    activation,
-    attend,
     choice,
-    heads,
     integer,
-    layer_norm,
-    matmul_t,
-    merge,
     real,
-    weight,
 )
-
-Shapes = dict[str, tuple[int, ...]]
+from sdpa_cli.studies.inspect.models.tensormap import Table, rename
 
 
 def shape(config: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -43,72 +30,36 @@ def shape(config: Mapping[str, Any]) -> tuple[int, int, int]:
     return layers, count, width // count
 
 
-def check(config: Mapping[str, Any]) -> None:
+def stack(config: Mapping[str, Any]) -> lnstack.Stack:
     """Every config field the forward reads, checked (ConfigError naming the field)."""
-    shape(config)
-    real(config, "layer_norm_eps", 1e-12)
-    choice(config, "hidden_act", "gelu", sorted(ACTIVATIONS))
+    layers, count, dim = shape(config)
     integer(config, "max_position_embeddings")
+    return lnstack.Stack(layers, count, dim, real(config, "layer_norm_eps", 1e-12),
+                         choice(config, "hidden_act", "gelu", sorted(ACTIVATIONS)), post=True,
+                         causal=False, scales=(1.0 / math.sqrt(dim),) * layers,
+                         rules=(f"÷√{dim}",) * layers, token_type=True, embed_norm=True)
 
 
-def tensors(config: Mapping[str, Any], vocab: int) -> tuple[Shapes, Shapes]:
-    """(required, optional) tensor names → shapes (−1: any size)."""
-    layers, _, _ = shape(config)
+def table(config: Mapping[str, Any], vocab: int) -> Table:
+    """Where each tensor the forward reads is stored (−1: any size)."""
+    s = stack(config)
     w = integer(config, "hidden_size")
     f = integer(config, "intermediate_size") if config.get("intermediate_size") else -1
-    need: Shapes = {"embeddings.word_embeddings.weight": (vocab, w),
-                    "embeddings.position_embeddings.weight":
-                        (integer(config, "max_position_embeddings"), w),
-                    "embeddings.token_type_embeddings.weight": (-1, w),
-                    "embeddings.LayerNorm.weight": (w,), "embeddings.LayerNorm.bias": (w,)}
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-        for name, rows, cols in (("attention.self.query", w, w), ("attention.self.key", w, w),
-                                 ("attention.self.value", w, w),
-                                 ("attention.output.dense", w, w),
-                                 ("intermediate.dense", f, w), ("output.dense", w, f)):
-            need[f"{p}{name}.weight"] = (rows, cols)
-            need[f"{p}{name}.bias"] = (rows,)
-        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
-            need[f"{p}{name}.weight"] = (w,)
-            need[f"{p}{name}.bias"] = (w,)
-    return need, {}
-
-
-def forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
-    """Layer by layer (a generator, so one layer's weights are held at a time). Encoder: no
-    mask, token type 0, positions 0…n−1."""
-    layers, count, dim = shape(config)
-    check(config)
-    eps = real(config, "layer_norm_eps", 1e-12)
-    act = activation(str(config.get("hidden_act", "gelu")))
-
-    def w(name: str) -> Array:
-        return weight(read, name, dtype)
-
-    n = ids.shape[1]
-    x = w("embeddings.word_embeddings.weight")[ids]
-    x = x + w("embeddings.position_embeddings.weight")[:n]
-    x = x + w("embeddings.token_type_embeddings.weight")[0]
-    x = layer_norm(x, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"), eps)
-    scale = 1.0 / math.sqrt(dim)
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-
-        def lin(name: str, h: Array, p: str = p) -> Array:
-            out: Array = matmul_t(h, w(f"{p}{name}.weight"))
-            out += w(f"{p}{name}.bias")
-            return out
-
-        q = heads(lin("attention.self.query", x), count, dim)
-        k = heads(lin("attention.self.key", x), count, dim)
-        v = heads(lin("attention.self.value", x), count, dim)
-        a = lin("attention.output.dense", merge(attend(q, k, v, scale, causal=False)))
-        x = layer_norm(a + x, w(f"{p}attention.output.LayerNorm.weight"),
-                       w(f"{p}attention.output.LayerNorm.bias"), eps)
-        m = lin("output.dense", act(lin("intermediate.dense", x)))
-        x = layer_norm(m + x, w(f"{p}output.LayerNorm.weight"), w(f"{p}output.LayerNorm.bias"),
-                       eps)
-        yield LayerOut(q=q, k=k, scale=scale, causal=False, hidden=x, v=v,
-                       rule=f"÷√{dim}")
+    e = "embeddings."
+    out = [rename("embed.weight", f"{e}word_embeddings.weight", (vocab, w)),
+           rename("position.weight", f"{e}position_embeddings.weight",
+                  (integer(config, "max_position_embeddings"), w)),
+           rename("token_type.weight", f"{e}token_type_embeddings.weight", (-1, w)),
+           *lnstack.both("embed_norm", f"{e}LayerNorm", (w,))]
+    for i in range(s.layers):
+        p, q = f"layers.{i}.", f"encoder.layer.{i}."
+        for target, source, size in (
+                ("attn.q", "attention.self.query", (w, w)),
+                ("attn.k", "attention.self.key", (w, w)),
+                ("attn.v", "attention.self.value", (w, w)),
+                ("attn.o", "attention.output.dense", (w, w)),
+                ("attn_norm", "attention.output.LayerNorm", (w,)),
+                ("mlp.up", "intermediate.dense", (f, w)), ("mlp.down", "output.dense", (w, f)),
+                ("mlp_norm", "output.LayerNorm", (w,))):
+            out += lnstack.both(p + target, q + source, size)
+    return Table(tuple(out), "embed.weight", tuple(lnstack.qk(s, i) for i in range(s.layers)))

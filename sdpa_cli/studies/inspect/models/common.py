@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,24 @@ class LayerOut:
     def mask(self, n: int) -> NDArray[np.bool_] | None:
         """(n, n), True where query i sees key j; None when every query sees every key."""
         return visible(n, self.causal, self.window)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A forward changed or resumed (the interventions on the attention scale): layer i's
+    scale is multiplied by factors.get(i, 1) (on q·k, after any QK-norm, before any cap),
+    and the layers run from `start`, whose input residual stream is `residual` (None: the
+    embeddings of the ids, so `start` must then be 0)."""
+
+    factors: Mapping[int, float] = field(default_factory=dict)
+    start: int = 0
+    residual: Array | None = None
+
+    def begin(self, layers: int) -> int:
+        if not 0 <= self.start < layers or (self.residual is None) != (self.start == 0):
+            raise ValueError(f"a forward resumes at a layer in 1…{layers - 1} from its "
+                             f"residual, or at 0 from the ids (got {self.start})")
+        return self.start
 
 
 def visible(n: int, causal: bool, window: int | None = None) -> NDArray[np.bool_] | None:

@@ -1,8 +1,9 @@
 """One RoPE decoder forward for every family that differs only in norms, QK-norm, caps and windows.
 
-A family module (llama, qwen3, olmo2, gemma) reads its config into a Plan, checking every
-field it uses; the Plan names every tensor the forward will read and its shape, so a loader
-can check a checkpoint against it before anything is loaded; `forward` then runs the Plan.
+A family module (llama, qwen3, olmo2, gemma, phi3) reads its config into a Plan, checking
+every field it uses; `table` declares from the Plan every tensor the forward will read, its
+shape and its GGUF name, so a loader can check a checkpoint before anything is loaded;
+`forward` then runs the Plan.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sdpa_cli.studies.inspect.models.common import (
     Array,
     LayerOut,
     Reader,
+    Resume,
     activation,
     attend,
     heads,
@@ -29,8 +31,7 @@ from sdpa_cli.studies.inspect.models.common import (
     rows,
     weight,
 )
-
-Shapes = dict[str, tuple[int, ...]]
+from sdpa_cli.studies.inspect.models.tensormap import QK, Table, same
 
 
 @dataclass(frozen=True)
@@ -63,43 +64,55 @@ class Plan:
     biases: bool = True  # biases read when the checkpoint has them (q/k/v, o, MLP)
 
 
-def norms(plan: Plan) -> tuple[str, ...]:
-    """The per-layer norm tensors of the layout (without the layer prefix)."""
-    return {"pre": ("input_layernorm", "post_attention_layernorm"),
-            "sandwich": ("input_layernorm", "post_attention_layernorm",
-                         "pre_feedforward_layernorm", "post_feedforward_layernorm"),
-            "post": ("post_attention_layernorm", "post_feedforward_layernorm")}[plan.layout]
+# each layout's norms: (name, llama.cpp's name)
+NORMS = {"pre": (("input_layernorm", "attn_norm"), ("post_attention_layernorm", "ffn_norm")),
+         "sandwich": (("input_layernorm", "attn_norm"),
+                      ("post_attention_layernorm", "post_attention_norm"),
+                      ("pre_feedforward_layernorm", "ffn_norm"),
+                      ("post_feedforward_layernorm", "post_ffw_norm")),
+         "post": (("post_attention_layernorm", "post_attention_norm"),
+                  ("post_feedforward_layernorm", "post_ffw_norm"))}
+LINEAR = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+          "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+          "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
 
 
-def tensors(plan: Plan, vocab: int) -> tuple[Shapes, Shapes]:
-    """(required, optional) tensor names → shapes; an MLP width of -1 means 'any'."""
+def table(plan: Plan, vocab: int, permuted: bool = False) -> Table:
+    """Every tensor the forward reads, with its shape (an MLP width of −1: any) and its
+    llama.cpp name. permuted: llama.cpp stores q's and k's rows interleaved per head (Llama,
+    Mistral: convert_hf_to_gguf's permute); Gemma's GGUF norms are stored as 1 + w."""
     w, h, kv, d, f = plan.width, plan.heads, plan.kv, plan.dim, plan.ffn or -1
-    need: Shapes = {"embed_tokens.weight": (vocab, w), "norm.weight": (w,)}
-    maybe: Shapes = {}
+    off = plan.norm_offset
+    out = [same("embed_tokens.weight", (vocab, w), "token_embd.weight")]
+    bounds = []
     for i in range(plan.layers):
-        p = f"layers.{i}."
-        for name in norms(plan):
-            need[f"{p}{name}.weight"] = (w,)
-        for part, out in (("q", h * d), ("k", kv * d), ("v", kv * d)):
-            need[f"{p}self_attn.{part}_proj.weight"] = (out, w)
+        p, g = f"layers.{i}.", f"blk.{i}."
+        norms = dict(NORMS[plan.layout])
+        if "input_layernorm" in norms:
+            out.append(same(f"{p}input_layernorm.weight", (w,), f"{g}attn_norm.weight",
+                            offset=off))
+        for part, out_, in_ in (("self_attn.q_proj", h * d, w), ("self_attn.k_proj", kv * d, w),
+                                 ("self_attn.v_proj", kv * d, w), ("self_attn.o_proj", w, h * d),
+                                 ("mlp.gate_proj", f, w), ("mlp.up_proj", f, w),
+                                 ("mlp.down_proj", w, f)):
+            turn = {"self_attn.q_proj": h, "self_attn.k_proj": kv}.get(part, 0) if permuted else 0
+            gname = f"{g}{LINEAR[part]}"
+            out.append(same(f"{p}{part}.weight", (out_, in_), f"{gname}.weight", permute=turn))
             if plan.biases:
-                maybe[f"{p}self_attn.{part}_proj.bias"] = (out,)
-        need[f"{p}self_attn.o_proj.weight"] = (w, h * d)
-        if plan.biases:
-            maybe[f"{p}self_attn.o_proj.bias"] = (w,)
-            maybe[f"{p}mlp.gate_proj.bias"] = (f,)
-            maybe[f"{p}mlp.up_proj.bias"] = (f,)
-            maybe[f"{p}mlp.down_proj.bias"] = (w,)
-        if plan.qk_norm == "head":
-            need[f"{p}self_attn.q_norm.weight"] = (d,)
-            need[f"{p}self_attn.k_norm.weight"] = (d,)
-        elif plan.qk_norm == "proj":
-            need[f"{p}self_attn.q_norm.weight"] = (h * d,)
-            need[f"{p}self_attn.k_norm.weight"] = (kv * d,)
-        need[f"{p}mlp.gate_proj.weight"] = (f, w)
-        need[f"{p}mlp.up_proj.weight"] = (f, w)
-        need[f"{p}mlp.down_proj.weight"] = (w, f)
-    return need, maybe
+                out.append(same(f"{p}{part}.bias", (out_,), f"{gname}.bias", False, permute=turn))
+            if part == "self_attn.v_proj" and plan.qk_norm is not None:
+                size = (d, d) if plan.qk_norm == "head" else (h * d, kv * d)
+                out += [same(f"{p}self_attn.{x}_norm.weight", (n,), f"{g}attn_{x}_norm.weight",
+                             offset=off) for x, n in zip("qk", size, strict=True)]
+        out += [same(f"{p}{name}.weight", (w,), f"{g}{gg}.weight", offset=off)
+                for name, gg in norms.items() if name != "input_layernorm"]
+        bounds.append(QK(f"{p}self_attn.q_proj", f"{p}self_attn.k_proj", h, kv, d,
+                         f"{p}input_layernorm" if "input_layernorm" in norms else None,
+                         offset=off, qk_norm=plan.qk_norm, q_norm=f"{p}self_attn.q_norm",
+                         k_norm=f"{p}self_attn.k_norm", rotary=True, biases=plan.biases))
+    out.append(same("norm.weight", (w,), "output_norm.weight", offset=off))
+    out.append(same("lm_head.weight", (vocab, w), "output.weight", False))
+    return Table(tuple(out), "embed_tokens.weight", tuple(bounds), head="lm_head.weight")
 
 
 def rope(x: Array, inv: NDArray[np.float64], offset: int = 0) -> Array:
@@ -115,9 +128,10 @@ def rope(x: Array, inv: NDArray[np.float64], offset: int = 0) -> Array:
 
 
 def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
+            dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
     """Layer by layer (a generator: one layer's weights held at a time); causal mask, each
-    layer's window; the last layer's hidden state is after the final norm."""
+    layer's window; the last layer's hidden state is after the final norm. `resume` changes
+    layers' scales and may start at a later layer from its input residual."""
     act = activation(plan.act)
     group = plan.heads // plan.kv
     off = plan.norm_offset
@@ -135,10 +149,15 @@ def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
     def norm(h: Array, name: str) -> Array:
         return rms_norm(h, w(name), plan.eps, off)
 
-    x = rows(read, "embed_tokens.weight", ids, dtype)
-    if plan.embed_scale is not None:  # Gemma: × √width, rounded to the weights' dtype
-        x = x * np.asarray(plan.embed_scale, dtype=dtype)
-    for i in range(plan.layers):
+    change = resume or Resume()
+    start = change.begin(plan.layers)
+    if change.residual is not None:
+        x = change.residual
+    else:
+        x = rows(read, "embed_tokens.weight", ids, dtype)
+        if plan.embed_scale is not None:  # Gemma: × √width, rounded to the weights' dtype
+            x = x * np.asarray(plan.embed_scale, dtype=dtype)
+    for i in range(start, plan.layers):
         p = f"layers.{i}."
         a = x if plan.layout == "post" else norm(x, p + "input_layernorm.weight")
         qp = lin(p + "self_attn.q_proj", a)
@@ -163,8 +182,8 @@ def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
         # GQA: query head h reads key/value head h // group
         k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         window = plan.windows[i]
-        o = lin(p + "self_attn.o_proj",
-                merge(attend(q, k, v, plan.scale, True, window, plan.cap)))
+        scale = plan.scale * change.factors.get(i, 1.0)
+        o = lin(p + "self_attn.o_proj", merge(attend(q, k, v, scale, True, window, plan.cap)))
         if plan.layout == "pre":
             x = x + o
             m = norm(x, p + "post_attention_layernorm.weight")
@@ -178,7 +197,7 @@ def forward(plan: Plan, read: Reader, ids: NDArray[np.integer[Any]],
         f = lin(p + "mlp.down_proj", gated)
         x = x + (f if plan.layout == "pre" else norm(f, p + "post_feedforward_layernorm.weight"))
         hidden = norm(x, "norm.weight") if i == plan.layers - 1 else x
-        yield LayerOut(q=q, k=k, scale=plan.scale, causal=True, hidden=hidden, v=v,
+        yield LayerOut(q=q, k=k, scale=scale, causal=True, hidden=hidden, v=v,
                        window=window, cap=plan.cap, q_pre=q_pre, k_pre=k_pre, rule=plan.rule)
 
 

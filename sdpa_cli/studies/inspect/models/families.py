@@ -1,4 +1,4 @@
-"""The families sdpa can run, by config `model_type`: forward pass, shape, tensors, checks."""
+"""The families sdpa can run, by config `model_type`: forward pass, shape, tensor table."""
 
 from __future__ import annotations
 
@@ -6,11 +6,24 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sdpa_cli.studies.inspect.models import bert, decoder, gemma, gpt2, llama, olmo2, qwen3
-from sdpa_cli.studies.inspect.models.common import LayerOut
+import numpy as np
+from numpy.typing import NDArray
+
+from sdpa_cli.studies.inspect.models import (
+    bert,
+    decoder,
+    gemma,
+    gpt2,
+    llama,
+    lnstack,
+    olmo2,
+    phi3,
+    qwen3,
+)
+from sdpa_cli.studies.inspect.models.common import LayerOut, Reader, Resume
+from sdpa_cli.studies.inspect.models.tensormap import Table
 
 Forward = Callable[..., Iterator[LayerOut]]
-Shapes = dict[str, tuple[int, ...]]
 Config = Mapping[str, Any]
 
 
@@ -22,10 +35,11 @@ class Family:
     shape: Callable[[Config], tuple[int, int, int, int]]
     positions: tuple[str, ...]  # config fields bounding seq_len (learned positions, RoPE's range)
     causal: bool
-    embedding: str  # the token-embedding tensor, whose rows bound the vocabulary
-    # (config, vocabulary) → (required, optional) tensor names → shapes (−1: any size);
-    # reads and checks every config field the forward uses (ConfigError naming the field)
-    tensors: Callable[[Config, int], tuple[Shapes, Shapes]]
+    embedding: str  # the stored token embedding, whose rows bound the vocabulary
+    # (config, vocabulary) → every tensor the forward reads, where it is stored and how it is
+    # converted, and the weight-only q·k bound; reads and checks every config field the
+    # forward uses (ConfigError naming the field)
+    table: Callable[[Config, int], Table]
 
 
 def _mha(shape: Callable[[Config], tuple[int, int, int]]
@@ -37,40 +51,43 @@ def _mha(shape: Callable[[Config], tuple[int, int, int]]
     return four
 
 
-def _checked(check: Callable[[Config], None],
-             tensors: Callable[[Config, int], tuple[Shapes, Shapes]]
-             ) -> Callable[[Config, int], tuple[Shapes, Shapes]]:
-    def both(config: Config, vocab: int) -> tuple[Shapes, Shapes]:
-        check(config)
-        return tensors(config, vocab)
+def _run(make: Callable[[Config], Any], engine: Callable[..., Iterator[LayerOut]]) -> Forward:
+    """The forward of a family whose module reads a config into what a shared engine runs."""
+    def forward(config: Config, read: Reader, ids: NDArray[np.integer[Any]],
+                dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
+        return engine(make(config), read, ids, dtype, resume)
 
-    return both
-
-
-def _decoder(plan: Callable[[Config], decoder.Plan]
-             ) -> Callable[[Config, int], tuple[Shapes, Shapes]]:
-    def tensors(config: Config, vocab: int) -> tuple[Shapes, Shapes]:
-        return decoder.tensors(plan(config), vocab)
-
-    return tensors
+    return forward
 
 
-def _rope(name: str, forward: Forward, plan: Callable[[Config], decoder.Plan]) -> Family:
+def _decoder(plan: Callable[[Config], decoder.Plan], permuted: bool = False
+             ) -> Callable[[Config, int], Table]:
+    def table(config: Config, vocab: int) -> Table:
+        return decoder.table(plan(config), vocab, permuted)
+
+    return table
+
+
+def _rope(name: str, forward: Forward, table: Callable[[Config, int], Table]) -> Family:
     return Family(name, forward, llama.shape, ("max_position_embeddings",), True,
-                  "embed_tokens.weight", _decoder(plan))
+                  "embed_tokens.weight", table)
 
 
-_BERT = Family("bert", bert.forward, _mha(bert.shape), ("max_position_embeddings",), False,
-               "embeddings.word_embeddings.weight", _checked(bert.check, bert.tensors))
-_GPT2 = Family("gpt2", gpt2.forward, _mha(gpt2.shape), ("n_positions", "n_ctx",
-               "max_position_embeddings"), True, "wte.weight",
-               _checked(gpt2.check, gpt2.tensors))
-_LLAMA = _rope("llama", llama.forward, llama.plan)
+_BERT = Family("bert", _run(bert.stack, lnstack.forward), _mha(bert.shape),
+               ("max_position_embeddings",), False, "embeddings.word_embeddings.weight",
+               bert.table)
+_GPT2 = Family("gpt2", _run(gpt2.stack, lnstack.forward), _mha(gpt2.shape),
+               ("n_positions", "n_ctx", "max_position_embeddings"), True, "wte.weight",
+               gpt2.table)
+# llama.cpp stores Llama's and Mistral's q and k rows interleaved, Qwen2's as transformers does
+_LLAMA = _rope("llama", llama.forward, _decoder(llama.plan, permuted=True))
 
 FAMILIES: dict[str, Family] = {
-    "bert": _BERT, "gpt2": _GPT2, "llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA,
-    "qwen3": _rope("qwen3", qwen3.forward, qwen3.plan),
-    "olmo2": _rope("olmo2", olmo2.forward, olmo2.plan),
-    "gemma2": _rope("gemma2", gemma.gemma2_forward, gemma.gemma2_plan),
-    "gemma3_text": _rope("gemma3", gemma.gemma3_forward, gemma.gemma3_plan),
+    "bert": _BERT, "gpt2": _GPT2, "llama": _LLAMA, "mistral": _LLAMA,
+    "qwen2": _rope("llama", llama.forward, _decoder(llama.plan)),
+    "qwen3": _rope("qwen3", qwen3.forward, _decoder(qwen3.plan)),
+    "olmo2": _rope("olmo2", olmo2.forward, _decoder(olmo2.plan)),
+    "gemma2": _rope("gemma2", gemma.gemma2_forward, _decoder(gemma.gemma2_plan)),
+    "gemma3_text": _rope("gemma3", gemma.gemma3_forward, _decoder(gemma.gemma3_plan)),
+    "phi3": _rope("phi3", _run(phi3.plan, decoder.forward), phi3.table),
 }

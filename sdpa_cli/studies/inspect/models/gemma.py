@@ -17,6 +17,7 @@ from sdpa_cli.studies.inspect.models.common import (
     ConfigError,
     LayerOut,
     Reader,
+    Resume,
     choice,
     integer,
     real,
@@ -56,8 +57,9 @@ def _common(config: Mapping[str, Any], pattern: int) -> dict[str, Any]:
 
 def gemma2_plan(config: Mapping[str, Any]) -> Plan:
     c = _common(config, 2)
-    cap = config.get("attn_logit_softcapping", 50.0)
-    cap = None if cap is None else real(config, "attn_logit_softcapping")
+    # absent: transformers' default; null: no cap
+    cap = (real(config, "attn_logit_softcapping", 50.0)
+           if config.get("attn_logit_softcapping", 50.0) is not None else None)
     root = decoder.sqrt_rule(c["scalar"])
     rule = root if cap is None else f"soft-cap {cap:g} after {root}"
     return llama.base_plan(config, layout=c["layout"], norm_offset=1.0,
@@ -93,10 +95,12 @@ def gemma3_plan(config: Mapping[str, Any]) -> Plan:
 
 
 def gemma2_forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-                   dtype: type = np.float32) -> Iterator[LayerOut]:
-    return decoder.forward(gemma2_plan(config), read, ids, dtype)
+                   dtype: type = np.float32, resume: Resume | None = None
+                   ) -> Iterator[LayerOut]:
+    return decoder.forward(gemma2_plan(config), read, ids, dtype, resume)
 
 
 def gemma3_forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-                   dtype: type = np.float32) -> Iterator[LayerOut]:
-    return decoder.forward(gemma3_plan(config), read, ids, dtype)
+                   dtype: type = np.float32, resume: Resume | None = None
+                   ) -> Iterator[LayerOut]:
+    return decoder.forward(gemma3_plan(config), read, ids, dtype, resume)

@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
+from sdpa_cli.studies.inspect.models import lnstack
 from sdpa_cli.studies.inspect.models.common import (
     ACTIVATIONS,
-    Array,
     ConfigError,
-    LayerOut,
-    Reader,
-    activation,
-    attend,
     choice,
-    heads,
     integer,
-    layer_norm,
-    merge,
     real,
-    weight,
 )
-
-Shapes = dict[str, tuple[int, ...]]
+from sdpa_cli.studies.inspect.models.tensormap import Table, rename
 
 
 def _field(config: Mapping[str, Any], *names: str) -> int:
@@ -47,36 +35,41 @@ def shape(config: Mapping[str, Any]) -> tuple[int, int, int]:
     return layers, count, width // count
 
 
-def check(config: Mapping[str, Any]) -> None:
+def stack(config: Mapping[str, Any]) -> lnstack.Stack:
     """Every config field the forward reads, checked (ConfigError naming the field)."""
-    shape(config)
-    real(config, "layer_norm_epsilon", 1e-5)
-    choice(config, "activation_function", "gelu_new", sorted(ACTIVATIONS))
+    layers, count, dim = shape(config)
     _field(config, "n_positions", "n_ctx", "max_position_embeddings")
     for flag in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx"):
         if not isinstance(config.get(flag, False), bool):
             raise ConfigError(f"{flag} must be true or false, not {config[flag]!r}", flag)
+    return lnstack.Stack(
+        layers, count, dim, real(config, "layer_norm_epsilon", 1e-5),
+        choice(config, "activation_function", "gelu_new", sorted(ACTIVATIONS)), post=False,
+        causal=True, scales=tuple(layer_scale(config, i, dim) for i in range(layers)),
+        rules=tuple(rule_name(config, i, dim) for i in range(layers)), final_norm=True)
 
 
-def tensors(config: Mapping[str, Any], vocab: int) -> tuple[Shapes, Shapes]:
-    """(required, optional) tensor names → shapes (Conv1D weights are stored (in, out))."""
-    layers, _, _ = shape(config)
+def table(config: Mapping[str, Any], vocab: int) -> Table:
+    """Where each tensor the forward reads is stored: Conv1D weights (in, out), transposed;
+    q, k and v are thirds of the fused c_attn."""
+    s = stack(config)
     w = _field(config, "n_embd", "hidden_size")
     f = integer(config, "n_inner") if config.get("n_inner") is not None else 4 * w
-    need: Shapes = {"wte.weight": (vocab, w),
-                    "wpe.weight": (_field(config, "n_positions", "n_ctx",
-                                          "max_position_embeddings"), w),
-                    "ln_f.weight": (w,), "ln_f.bias": (w,)}
-    for i in range(layers):
-        p = f"h.{i}."
-        for name, inp, out in (("attn.c_attn", w, 3 * w), ("attn.c_proj", w, w),
-                               ("mlp.c_fc", w, f), ("mlp.c_proj", f, w)):
-            need[f"{p}{name}.weight"] = (inp, out)
-            need[f"{p}{name}.bias"] = (out,)
-        for name in ("ln_1", "ln_2"):
-            need[f"{p}{name}.weight"] = (w,)
-            need[f"{p}{name}.bias"] = (w,)
-    return need, {}
+    out = [rename("embed.weight", "wte.weight", (vocab, w)),
+           rename("position.weight", "wpe.weight",
+                  (_field(config, "n_positions", "n_ctx", "max_position_embeddings"), w))]
+    for i in range(s.layers):
+        p, h = f"layers.{i}.", f"h.{i}."
+        out += lnstack.both(p + "attn_norm", h + "ln_1", (w,))
+        for j, part in enumerate(("attn.q", "attn.k", "attn.v")):
+            out += lnstack.both(p + part, h + "attn.c_attn", (w, 3 * w), True,
+                                (j * w, (j + 1) * w))
+        for target, source, size in (("attn.o", "attn.c_proj", (w, w)),
+                                     ("mlp_norm", "ln_2", (w,)), ("mlp.up", "mlp.c_fc", (w, f)),
+                                     ("mlp.down", "mlp.c_proj", (f, w))):
+            out += lnstack.both(p + target, h + source, size, len(size) == 2)
+    out += lnstack.both("final_norm", "ln_f", (w,))
+    return Table(tuple(out), "embed.weight", tuple(lnstack.qk(s, i) for i in range(s.layers)))
 
 
 def layer_scale(config: Mapping[str, Any], i: int, dim: int) -> float:
@@ -91,35 +84,3 @@ def rule_name(config: Mapping[str, Any], i: int, dim: int) -> str:
     if config.get("scale_attn_by_inverse_layer_idx", False):
         parts.append(f"÷{i + 1}")
     return " ".join(parts) or "none"
-
-
-def forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
-    """Layer by layer; causal mask; the last layer's hidden state is after ln_f."""
-    layers, count, dim = shape(config)
-    check(config)
-    eps = real(config, "layer_norm_epsilon", 1e-5)
-    act = activation(str(config.get("activation_function", "gelu_new")))
-
-    def w(name: str) -> Array:
-        return weight(read, name, dtype)
-
-    def conv(name: str, h: Array) -> Array:  # Conv1D: y = x·W + b with W of shape (in, out)
-        out: Array = h @ w(f"{name}.weight") + w(f"{name}.bias")
-        return out
-
-    n = ids.shape[1]
-    x = w("wte.weight")[ids] + w("wpe.weight")[:n]
-    width = x.shape[-1]
-    for i in range(layers):
-        p = f"h.{i}."
-        a = layer_norm(x, w(p + "ln_1.weight"), w(p + "ln_1.bias"), eps)
-        qkv = conv(p + "attn.c_attn", a)
-        q, k, v = (heads(qkv[..., j * width:(j + 1) * width], count, dim) for j in range(3))
-        scale = layer_scale(config, i, dim)
-        x = x + conv(p + "attn.c_proj", merge(attend(q, k, v, scale, causal=True)))
-        m = layer_norm(x, w(p + "ln_2.weight"), w(p + "ln_2.bias"), eps)
-        x = x + conv(p + "mlp.c_proj", act(conv(p + "mlp.c_fc", m)))
-        hidden = layer_norm(x, w("ln_f.weight"), w("ln_f.bias"), eps) if i == layers - 1 else x
-        yield LayerOut(q=q, k=k, scale=scale, causal=True, hidden=hidden, v=v,
-                       rule=rule_name(config, i, dim))

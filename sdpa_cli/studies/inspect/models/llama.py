@@ -15,6 +15,7 @@ from sdpa_cli.studies.inspect.models.common import (
     ConfigError,
     LayerOut,
     Reader,
+    Resume,
     choice,
     integer,
     real,
@@ -60,9 +61,11 @@ def rope_frequencies(config: Mapping[str, Any], dim: int,
     scaling = config.get("rope_scaling") or (params if "rope_type" in params else {})
     if not isinstance(scaling, Mapping):
         raise ConfigError(f"rope_scaling must be an object, not {scaling!r}", "rope_scaling")
-    if real(config, "partial_rotary_factor", 1.0) != 1.0:
-        raise ConfigError("partial_rotary_factor other than 1 is not supported",
-                          "partial_rotary_factor")
+    # transformers 5 reads the factor from rope_parameters, older versions from the top level
+    for where, fields in (("", config), ("rope_parameters.", params)):
+        if real(fields, "partial_rotary_factor", 1.0) != 1.0:
+            raise ConfigError(f"{where}partial_rotary_factor other than 1 is not supported",
+                              f"{where}partial_rotary_factor")
     kind = scaling.get("rope_type", scaling.get("type", "default")) if scaling else "default"
     if kind not in ROPE_TYPES:
         raise ConfigError(f"rope type {kind!r} is not supported; known: "
@@ -132,7 +135,7 @@ def plan(config: Mapping[str, Any]) -> Plan:
 
 
 def forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
+            dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
     """Layer by layer; causal mask (and Mistral's window); the last layer's hidden state is
     after the final norm."""
-    return decoder.forward(plan(config), read, ids, dtype)
+    return decoder.forward(plan(config), read, ids, dtype, resume)

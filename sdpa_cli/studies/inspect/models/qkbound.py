@@ -15,7 +15,6 @@ all lie in [−B, B] the entropy is at least H_min(m, B) (min_entropy below, der
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.inspect.models import bert, gpt2, llama
 from sdpa_cli.studies.inspect.models.common import Reader
 from sdpa_cli.studies.inspect.models.stats import OwnRule
+from sdpa_cli.studies.inspect.models.tensormap import QK
 
 F64 = NDArray[np.float64]
 
@@ -34,13 +33,17 @@ F64 = NDArray[np.float64]
 class QKMaps:
     """One layer's queries and keys as maps of bounded inputs, one per query head:
     q_h = u·a[h] with ‖u‖ ≤ radius_q and k_h = v·b[h] with ‖v‖ ≤ radius_k (under GQA b[h]
-    is the shared key head's), then rotated by position when `rotary` (RoPE)."""
+    is the shared key head's: b[h] = b[group·(h // group)]), then rotated by position when
+    `rotary` (RoPE). diagonal: every a[h] and b[h] is a d_k × d_k diagonal (a QK-norm's gains),
+    whose norms are the largest gains."""
 
     a: F64  # (heads, inputs, d_k)
     b: F64  # (heads, inputs, d_k)
     radius_q: float
     radius_k: float
     rotary: bool = False
+    group: int = 1
+    diagonal: bool = False
 
 
 def _rotated(x: F64, inv: F64, offsets: F64) -> F64:
@@ -57,10 +60,10 @@ def _rotated(x: F64, inv: F64, offsets: F64) -> F64:
 
 def _factors(maps: QKMaps) -> tuple[F64, F64]:
     """Each map's (heads, ≤ d_k, d_k) triangular QR factor: a = Q·ra with Q orthonormal, so
-    ‖a·M·bᵀ‖₂ = ‖ra·M·rbᵀ‖₂ for any M, whatever the model's width."""
+    ‖a·M·bᵀ‖₂ = ‖ra·M·rbᵀ‖₂ for any M, whatever the model's width. b's once per key head."""
     ra = np.asarray(np.linalg.qr(maps.a, mode="r"), dtype=np.float64)
-    rb = np.asarray(np.linalg.qr(maps.b, mode="r"), dtype=np.float64)
-    return ra, rb
+    rb = np.asarray(np.linalg.qr(maps.b[::maps.group], mode="r"), dtype=np.float64)
+    return ra, np.repeat(rb, maps.group, axis=0)
 
 
 def offset_norms(maps: QKMaps, inv: F64 | None, offsets: NDArray[Any],
@@ -95,13 +98,20 @@ def spectra(maps: QKMaps) -> Spectra:
     per head and offset (offset_norms: 0.3 s a layer for SmolLM2 at n = 128, more than its
     forward); ‖a‖₂·‖b‖₂ bounds it at every offset for two SVDs per head (on SmolLM2 about
     twice the exact largest over 128 offsets: still a bound, looser). So the bound needs no
-    RoPE frequencies, only whether q and k are rotated."""
+    RoPE frequencies, only whether q and k are rotated. Diagonal maps need no factorisation:
+    ‖diag(g)‖₂ = max |g| and ‖diag(g)·diag(h)‖₂ = max |g·h|."""
+    if maps.diagonal:
+        ga = np.abs(np.diagonal(maps.a, axis1=1, axis2=2))
+        gb = np.abs(np.diagonal(maps.b, axis1=1, axis2=2))
+        zero: F64 = (ga * gb).max(axis=1)
+        top: F64 = ga.max(axis=1) * gb.max(axis=1)
+        return Spectra(zero, top if maps.rotary else zero, maps.radius_q, maps.radius_k)
     ra, rb = _factors(maps)
     zero = offset_norms(maps, None, np.zeros(1), (ra, rb))[:, 0]
     if not maps.rotary:
         return Spectra(zero, zero, maps.radius_q, maps.radius_k)
-    product = (np.linalg.svd(ra, compute_uv=False)[:, 0]
-               * np.linalg.svd(rb, compute_uv=False)[:, 0])
+    norm_b = np.repeat(np.linalg.svd(rb[::maps.group], compute_uv=False)[:, 0], maps.group)
+    product = np.linalg.svd(ra, compute_uv=False)[:, 0] * norm_b
     return Spectra(zero, np.asarray(product, dtype=np.float64), maps.radius_q, maps.radius_k)
 
 
@@ -237,62 +247,30 @@ def _linear_maps(wq: F64, bq: F64 | None, wk: F64, bk: F64 | None, gain: F64 | N
     radius = math.sqrt(width + (1 if (aug_q or aug_k) else 0))
     group = count // kv
     return QKMaps(_heads(a, count, dim), np.repeat(_heads(b, kv, dim), group, axis=0),
-                  radius, radius, rotary)
+                  radius, radius, rotary, group)
 
 
-def bert_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str, QKMaps]:
-    """BERT is Post-LN: layer i's input is the output of the LayerNorm before it (the
-    embeddings' for layer 0)."""
-    _, count, dim = bert.shape(config)
-    norm = ("embeddings.LayerNorm" if layer == 0
-            else f"encoder.layer.{layer - 1}.output.LayerNorm")
-    p = f"encoder.layer.{layer}.attention.self."
-    return {"q,k": _linear_maps(
-        _w(read, p + "query.weight").T, _maybe(read, p + "query.bias"),
-        _w(read, p + "key.weight").T, _maybe(read, p + "key.bias"),
-        _w(read, norm + ".weight"), _w(read, norm + ".bias"), True, count, count, dim, False)}
-
-
-def gpt2_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str, QKMaps]:
-    _, count, dim = gpt2.shape(config)
-    p = f"h.{layer}."
-    w = _w(read, p + "attn.c_attn.weight")  # Conv1D: (in, 3·width)
-    b = _maybe(read, p + "attn.c_attn.bias")
-    width = w.shape[0]
-    bq = None if b is None else b[:width]
-    bk = None if b is None else b[width:2 * width]
-    return {"q,k": _linear_maps(w[:, :width], bq, w[:, width:2 * width], bk,
-                                _w(read, p + "ln_1.weight"), _w(read, p + "ln_1.bias"), True,
-                                count, count, dim, False)}
-
-
-GEMMA = ("gemma", "gemma2", "gemma3", "gemma3_text")  # RMSNorm gains stored as w, used as 1 + w
-
-
-def llama_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str, QKMaps]:
-    """Llama-shaped decoders (llama, mistral, qwen2, qwen3, olmo2, gemma2, gemma3). "q,k":
-    what the dot product sees; "pre-norm" too for a QK-norm model (q_norm/k_norm weights
-    present). A model without a norm before attention (OLMo 2 normalises after it) has no
-    weight-only bound on its pre-norm scores: the residual stream is unbounded."""
-    _, count, kv, dim = llama.shape(config)
-    kind = str(config.get("model_type"))
-    one = 1.0 if kind in GEMMA else 0.0
-    p = f"layers.{layer}."
-    gain = _maybe(read, p + "input_layernorm.weight")
-    wq, wk = _w(read, p + "self_attn.q_proj.weight").T, _w(read, p + "self_attn.k_proj.weight").T
-    bq, bk = _maybe(read, p + "self_attn.q_proj.bias"), _maybe(read, p + "self_attn.k_proj.bias")
+def layer_maps(qk: QK, read: Reader) -> dict[str, QKMaps]:
+    """One layer's maps, as its family's table declares them: "q,k" is what the dot product
+    sees; "pre-norm" the q and k before a QK-norm, when a norm precedes attention (without one,
+    as in OLMo 2, the residual stream is unbounded and so are the pre-norm scores)."""
+    wq, wk = _w(read, f"{qk.q}.weight").T, _w(read, f"{qk.k}.weight").T
+    bq = _maybe(read, f"{qk.q}.bias") if qk.biases else None
+    bk = _maybe(read, f"{qk.k}.bias") if qk.biases else None
     linear = None
-    if gain is not None:
-        linear = _linear_maps(wq, bq, wk, bk, gain + one, None, False, count, kv, dim, True)
-    gq = _maybe(read, p + "self_attn.q_norm.weight")
-    gk = _maybe(read, p + "self_attn.k_norm.weight")
-    if gq is None or gk is None:
-        if linear is None:
-            return {}
+    if qk.norm is not None:
+        gain = _w(read, f"{qk.norm}.weight") + qk.offset
+        shift = _w(read, f"{qk.norm}.bias") if qk.centred else None
+        linear = _linear_maps(wq, bq, wk, bk, gain, shift, qk.centred, qk.heads, qk.kv, qk.dim,
+                              qk.rotary)
+    if qk.qk_norm is None:
+        assert linear is not None  # QK refuses a layer with neither
         return {"q,k": linear}
-    gq, gk = gq + one, gk + one
+    gq = _w(read, f"{qk.q_norm}.weight") + qk.offset
+    gk = _w(read, f"{qk.k_norm}.weight") + qk.offset
+    count, kv, dim = qk.heads, qk.kv, qk.dim
     group = count // kv
-    if gq.size == dim:  # per head (qwen3, gemma3): each head's q has unit RMS over d_k
+    if qk.qk_norm == "head":  # qwen3, gemma3: each head's q has unit RMS over d_k
         a = np.repeat(np.diag(gq)[None], count, axis=0)
         b = np.repeat(np.diag(gk)[None], count, axis=0)
         rq = rk = math.sqrt(dim)
@@ -301,20 +279,7 @@ def llama_maps(config: Mapping[str, Any], read: Reader, layer: int) -> dict[str,
         b = np.stack([np.diag(gk[(h // group) * dim:(h // group + 1) * dim])
                       for h in range(count)])
         rq, rk = math.sqrt(count * dim), math.sqrt(kv * dim)
-    out = {"q,k": QKMaps(a, b, rq, rk, True)}
+    out = {"q,k": QKMaps(a, b, rq, rk, True, group, diagonal=True)}
     if linear is not None:
         out["pre-norm"] = linear
     return out
-
-
-MAPS = {"bert": bert_maps, "gpt2": gpt2_maps, "llama": llama_maps}
-
-
-def layer_maps(family: str, config: Mapping[str, Any], read: Reader, layer: int
-               ) -> dict[str, QKMaps]:
-    """The maps of one layer for a family sdpa knows ({} when it has no bound); "q,k" is what
-    the dot product sees, "pre-norm" the q and k before a QK-norm."""
-    try:
-        return MAPS.get(family, llama_maps)(config, read, layer)
-    except KeyError:  # a layout these maps do not know: no bound rather than a wrong one
-        return {}

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.studies.inspect.models import decoder, llama
-from sdpa_cli.studies.inspect.models.common import LayerOut, Reader
+from sdpa_cli.studies.inspect.models.common import LayerOut, Reader, Resume
 from sdpa_cli.studies.inspect.models.decoder import Plan
 
 shape = llama.shape
@@ -21,5 +21,5 @@ def plan(config: Mapping[str, Any]) -> Plan:
 
 
 def forward(config: Mapping[str, Any], read: Reader, ids: NDArray[np.integer[Any]],
-            dtype: type = np.float32) -> Iterator[LayerOut]:
-    return decoder.forward(plan(config), read, ids, dtype)
+            dtype: type = np.float32, resume: Resume | None = None) -> Iterator[LayerOut]:
+    return decoder.forward(plan(config), read, ids, dtype, resume)
