@@ -12,8 +12,10 @@ attention products, exp and a row sum over scores, each storage type's dequantis
 Python's start with NumPy), beside the whole `sdpa inspect` process (--no-plots, CPU and wall
 seconds at --workers 1, wall at --workers 2) and transformers' GGUF forward on the same token
 ids (text and repeated, one thread): floor_ratio is sdpa's CPU seconds ÷ the floor. The
-machine's load (uptime) is printed before and after. With --long: one SmolLM2 sequence of N
-tokens (default 4096), the whole process's CPU and wall seconds and peak RSS.
+machine's load (uptime) is printed before and after; SDPA_BENCH_BEFORE=DIR also times DIR's
+sdpa (an older checkout) at --workers 1 and prints after_over_before_cpu. With --long: one
+SmolLM2 sequence of N tokens (default 4096), the whole process's CPU and wall seconds and peak
+RSS.
 
 With --large [MODEL] (default: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, `python -m sdpa_cli.fetch
 qwen15`; not in CI): the same whole-process comparison with the next-token loss,

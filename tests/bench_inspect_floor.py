@@ -35,6 +35,9 @@ LAYER = re.compile(r"(^|\.)(layers|layer|h)\.\d+\.")
 # SDPA_BENCH_SOURCE=DIR: time the sdpa whose source is DIR (a checkout of main, say) with
 # this Python, for a before-and-after on one machine
 SOURCE = os.environ.get("SDPA_BENCH_SOURCE")
+# SDPA_BENCH_BEFORE=DIR: also time DIR's sdpa (an older checkout) on DIR's copy of each spec at
+# --workers 1, right after this one's, so before and after share one run's load
+BEFORE = os.environ.get("SDPA_BENCH_BEFORE")
 
 
 def _best(f: Any, repeats: int = BEST) -> float:
@@ -129,7 +132,7 @@ def floor_main(specs: list[str], torch_script: str) -> None:
     print(f"load before: {os.getloadavg()} (1, 5, 15 min)", flush=True)
     sdpa = [sys.executable, "-P", "-m", "sdpa_cli"]  # -P: not the current folder first
     env = {**os.environ, "PYTHONPATH": SOURCE} if SOURCE else None
-    print(f"sdpa: {SOURCE or ROOT}", flush=True)
+    print(f"sdpa: {SOURCE or ROOT}" + (f"; before: {BEFORE}" if BEFORE else ""), flush=True)
     python = start_up()
     out: dict[str, Any] = {}
     for path in specs or SPECS:
@@ -156,6 +159,12 @@ def floor_main(specs: list[str], torch_script: str) -> None:
                             "--workers", str(workers), "--out", f"{tmp}/w{workers}"], ROOT, env)
                 row[f"sdpa_w{workers}"] = got
             row["floor_ratio"] = row["sdpa_w1"]["cpu"] / row["floor_s"]
+            if BEFORE:
+                row["before_w1"] = _run([*sdpa, "inspect", str(Path(BEFORE) / path), "--no-plots",
+                                         "-q", "--workers", "1", "--out", f"{tmp}/before"],
+                                        Path(BEFORE), {**os.environ, "PYTHONPATH": BEFORE})
+                row["before_floor_ratio"] = row["before_w1"]["cpu"] / row["floor_s"]
+                row["after_over_before_cpu"] = row["sdpa_w1"]["cpu"] / row["before_w1"]["cpu"]
             torch_py = os.environ.get("SDPA_TORCH_PYTHON")
             if torch_py:
                 doc = json.loads(Path(f"{tmp}/w1/results.json").read_text(encoding="utf-8"))
