@@ -43,8 +43,11 @@ def blas_threads(count: int) -> Iterator[None]:
         yield
 
 
-SMALL = 1 << 22  # multiply-adds below which a product runs on one thread (OpenBLAS splits
-# products from 2^18; below about this its threads cost more than they save)
+# Multiply-adds below which a product runs on one thread. OpenBLAS splits products from 2^18,
+# but on a machine whose other core is busy a second thread adds tens of milliseconds a call
+# (products of 2^20 to 2^26 cost 25-33 ms on two threads against 0.1-9 ms on one); at 2^28
+# one thread takes about 40 ms, and the second can pay for itself only beyond that.
+SMALL = 1 << 28
 
 
 @contextmanager
