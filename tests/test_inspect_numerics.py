@@ -222,15 +222,16 @@ def test_the_saturated_head_pattern_is_named_from_its_rows():
 
     shift = np.eye(6, k=-1)
     shift[0, 0] = 1.0  # row 0 has no previous token
-    assert "the previous token in 100%" in pattern(shift, 0, 2)
-    assert "the token itself in 100%" in pattern(np.eye(6), 1, 0)
+    assert "the previous token in 100%" in pattern(shift.argmax(axis=-1), 0, 2)
+    assert "the token itself in 100%" in pattern(np.eye(6).argmax(axis=-1), 1, 0)
     sink = np.zeros((6, 6))
     sink[:, 0] = 1.0
-    assert "the first token in 100%" in pattern(sink, 1, 0)
+    assert "the first token in 100%" in pattern(sink.argmax(axis=-1), 1, 0)
 
 
 def test_the_score_histogram_is_numpys_bin_for_bin() -> None:
-    """stats.histogram (searchsorted, no sort) against np.histogram of the clipped scores,
+    """stats.histogram (counting on even edges, searchsorted on others; no sort) against
+    np.histogram of the clipped scores,
     with values on, just beside and beyond every edge, on even and uneven edges."""
     from sdpa_cli.studies.inspect.models.stats import histogram
 
@@ -242,3 +243,24 @@ def test_the_score_histogram_is_numpys_bin_for_bin() -> None:
         got = histogram(x, edges)
         assert got.dtype == np.int64 and np.array_equal(got, want)
         assert got.sum() == x.size  # nothing falls outside after clipping
+
+
+def test_gelu_tanh_and_silu_match_their_formulas():
+    """½x(1 + tanh(√(2/π)(x + 0.044715x³))) and x/(1 + e^−x) at 50 digits (mpmath): float64
+    within a few ulps of the value's scale, float32 within float32's step near the value."""
+    import mpmath
+
+    from sdpa_cli.studies.inspect.models.common import gelu_tanh, silu
+
+    mpmath.mp.dps = 50
+    x = np.concatenate([np.linspace(-12, 12, 481), [0.0, 1e-8, -1e-8, 40.0, -40.0]])
+    c = mpmath.sqrt(2 / mpmath.pi)
+    gelu = np.array([float(mpmath.mpf(0.5) * mpmath.mpf(v) * (1 + mpmath.tanh(
+        c * (mpmath.mpf(v) + mpmath.mpf("0.044715") * mpmath.mpf(v) ** 3)))) for v in x])
+    sig = np.array([float(mpmath.mpf(v) / (1 + mpmath.exp(-mpmath.mpf(v)))) for v in x])
+    for f, want in ((gelu_tanh, gelu), (silu, sig)):
+        got = f(x.reshape(3, -1)).reshape(-1)
+        assert np.all(np.abs(got - want) <= 4e-16 * np.maximum(np.abs(x), 1.0)), f
+        got32 = f(x.astype(np.float32)).astype(np.float64)
+        assert got32.dtype == np.float64 and f(x.astype(np.float32)).dtype == np.float32
+        assert np.all(np.abs(got32 - want) <= 3e-7 * np.maximum(np.abs(x), 1.0)), f

@@ -48,7 +48,7 @@ def test_every_share_column_is_shown_in_percent():
     columns = _all_columns()
     shares = [c for c in columns if c.key.endswith(("_share", "_fraction"))]
     assert {c.key for c in shares} == {"frozen_share", "saturated_fraction", "first_token_share",
-                                       "starved_share"}
+                                       "starved_share", "between_share"}
     assert all(c.fmt == "pct" for c in shares), [(c.key, c.fmt) for c in shares]
     assert all(c.key.endswith(("_share", "_fraction")) for c in columns if c.fmt == "pct")
 

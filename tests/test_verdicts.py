@@ -128,9 +128,10 @@ def test_the_batch_gives_each_claim_one_verdict() -> None:
                    "sounds equally") == "fails"
 
 
-def _head(raw: float, low: float, mid: float, high: float) -> dict:
-    return {"score_std_raw": raw, "frozen_share_low": low, "frozen_share": mid,
-            "frozen_share_high": high, "layer": 0, "head": 0}
+def _head(raw: float, low: float, mid: float, high: float, pooled: float | None = None) -> dict:
+    return {"score_std_within_raw": raw, "score_std_raw": raw if pooled is None else pooled,
+            "frozen_share_low": low, "frozen_share": mid, "frozen_share_high": high,
+            "layer": 0, "head": 0}
 
 
 def test_inspect_judges_8_to_11_at_the_models_own_d_k() -> None:
@@ -145,6 +146,12 @@ def test_inspect_judges_8_to_11_at_the_models_own_d_k() -> None:
     at64 = _documented_std(heads, 128, 64)
     assert "the documents' 8–11 (for d_k 64–128, as here) holds for the median head" in at64
     assert "2 of 3 heads fall in it" in at64
+    # judged within rows, where the softmax looks: row offsets inflate the pooled spread
+    offset = [_head(9.3, 0, 0, 0, 20.0), _head(9.0, 0, 0, 0, 25.0), _head(12.0, 0, 0, 0, 30.0)]
+    both = _documented_std(offset, 128, 64)
+    assert "holds for the median head within rows (pooled: does not)" in both
+    assert "2 of 3 heads fall in it within rows (layer 0 head 0, layer 0 head 0), 0 pooled" \
+        in both
 
 
 def test_inspect_saturation_states_its_bar_range_and_fragility() -> None:

@@ -228,11 +228,16 @@ def _internal(e: Exception) -> int:
 def main(argv: list[str] | None = None) -> None:
     process.install()
     process.setup_streams()
-    # sdpa runs its own worker threads (--workers); BLAS threads inside each would only
-    # oversubscribe the cores, and one BLAS thread also fixes how matmul sums. Set before
-    # NumPy loads (the CLI imports it lazily); a user's own setting wins.
+    # --workers is how many cores sdpa uses: its own worker threads, each with one BLAS
+    # thread (BLAS threads inside each would multiply with them, and a small product on two
+    # threads costs many times its CPU); only inspect's forward raises BLAS to --workers
+    # (studies/inspect/models/threads.py). One BLAS thread also fixes how matmul sums. Set before
+    # NumPy loads (the CLI imports it lazily), whatever the environment said.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
+        os.environ[var] = "1"
+    # OpenBLAS's idle threads spin about 2^28 cycles after each product before they sleep:
+    # on a busy machine that spinning takes the core the work needs (2^4: sleep at once)
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     process.keep_freed_memory()  # 2 threads were slower than 1 without it (see there)
     for signum in ENDING:  # a signal the parent set to be ignored (nohup) stays ignored
         if signal.getsignal(signum) is signal.SIG_DFL:

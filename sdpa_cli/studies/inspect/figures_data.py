@@ -54,8 +54,9 @@ def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int
     types = {f: _grid([r for r in mid if r[f] is not None], f, layers, heads)
              for f, _ in TYPE_FIELDS}
     saturated = [[r["layer"], r["head"]] for r in mid if r["frozen_share"] > 0.5]
-    sizes = f"{spec.model}, d_k = {dim}, {spec.sequences} sequences"
-    where = f"{spec.model}, d_k = {dim}, n = {n0}, {spec.sequences} sequences"
+    count = f"{spec.sequences} sequence{'s' if spec.sequences > 1 else ''}"
+    sizes = f"{spec.model}, d_k = {dim}, {count}"
+    where = f"{spec.model}, d_k = {dim}, n = {n0}, {count}"
     # the entropy ratio versus n needs two lengths at least: one n is a column of dots
     versus_n = (Figure("entropy_vs_n", "inspect.entropy_vs_n", "Entropy ratio versus n (median "
                        "head per layer, the model's rule)",

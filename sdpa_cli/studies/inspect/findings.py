@@ -32,7 +32,8 @@ def _median(field: str) -> Callable[[Sequence[Row]], float | None]:
 SUMMARIES: dict[str, Callable[[Sequence[Row]], float | None]] = {
     **{f"median_{f}": _median(f) for f in ("score_std", "score_std_raw", "max_weight",
                                             "entropy_ratio", "frozen_share",
-                                            "first_token_share")},
+                                            "first_token_share", "score_std_within_raw",
+                                            "score_std_within", "between_share")},
     "saturated_heads": lambda rows: float(sum(r["frozen_share"] > SATURATED for r in rows)),
     "saturated_share": lambda rows: float(np.mean([r["frozen_share"] > SATURATED
                                                    for r in rows])),
@@ -68,7 +69,8 @@ def layer_rows(rows: Sequence[Row]) -> list[dict[str, Any]]:
             frozen_share_median=float(np.median([r["frozen_share"] for r in group])),
             saturated=sum(r["frozen_share"] > SATURATED for r in group),
             first_token_median=float(np.median([r["first_token_share"] for r in group])),
-            sinks=sum(r["first_token_share"] > SINK for r in group))))
+            sinks=sum(r["first_token_share"] > SINK for r in group),
+            score_std_within_raw_median=_median("score_std_within_raw")(group))))
     return out
 
 
@@ -146,26 +148,71 @@ def _fragile(model: Sequence[Row], none: Sequence[Row]) -> str:
 
 
 def _documented_std(model: Sequence[Row], n: int, d: int) -> str:
-    """The documents' 8–11 is √64…√128: judged as written for a model with d_k in 64–128;
-    at another d_k their own argument (unit-variance q and k: std √d_k) is what applies."""
-    raw = np.array([r["score_std_raw"] for r in model])
-    med = float(np.median(raw))
-    spread = (f"median {plain(med)}, range {plain(float(raw.min()))}–"
-              f"{plain(float(raw.max()))} ({plain(float(raw.max() / max(raw.min(), 1e-300)))}× "
-              "between heads)")
+    """The documents' 8–11 is √64…√128: judged as written for a model with d_k in 64–128, on
+    the spread within rows (what the softmax sees: a constant added to a row changes none of
+    its weights), the pooled spread beside; at another d_k their own argument
+    (unit-variance q and k: std √d_k) is what applies."""
+    within = np.array([_within(r) for r in model])
+    pooled = np.array([r["score_std_raw"] for r in model])
+    med, med_p = float(np.median(within)), float(np.median(pooled))
+    spread = (f"within rows median {plain(med)}, range {plain(float(within.min()))}–"
+              f"{plain(float(within.max()))}; pooled over rows (their offsets counted) median "
+              f"{plain(med_p)}")
     lo, hi = DOCUMENTED_RANGE
     if 64 <= d <= 128:
-        inside = [r for r in model if lo <= r["score_std_raw"] <= hi]
+        inside = [r for r in model if lo <= _within(r) <= hi]
+        pooled_in = sum(lo <= r["score_std_raw"] <= hi for r in model)
         named = ", ".join(_where(r) for r in inside[:4]) + (", …" if len(inside) > 4 else "")
         verdict = "holds" if lo <= med <= hi else "does not hold"
+        verdict_p = "holds" if lo <= med_p <= hi else "does not"
         return (f"n = {n}: raw q·k std (d_k = {d}) {spread}; the documents' 8–11 (for d_k "
-                f"64–128, as here) {verdict} for the median head; {len(inside)} of "
-                f"{len(model)} heads fall in it" + (f" ({named})" if inside else "") + ".")
+                f"64–128, as here) {verdict} for the median head within rows (pooled: "
+                f"{verdict_p}); {len(inside)} of {len(model)} heads fall in it within rows"
+                + (f" ({named})" if inside else "") + f", {pooled_in} pooled.")
     root = math.sqrt(d)
     return (f"n = {n}: raw q·k std (d_k = {d}) {spread}; the documents' 8–11 is for d_k "
             f"64–128 (√64 to √128), so it is not judged here: at d_k = {d} their argument "
-            f"(unit-variance q and k) gives √{d} = {plain(root)}, and the median head's raw std "
-            f"is {plain(med / root)}× that.")
+            f"(unit-variance q and k) gives √{d} = {plain(root)}, and the median head's std "
+            f"within rows is {plain(med / root)}× that.")
+
+
+def _within(r: Row) -> float:
+    """A head's raw std within rows (its pooled std when no row sees two keys)."""
+    value = r.get("score_std_within_raw")
+    return float(value if value is not None else r["score_std_raw"])
+
+
+BETWEEN = 0.9  # a head whose rows' offsets carry most of its pooled variance
+
+
+def within_findings(rows: Sequence[Row], seq_lens: Sequence[int], d: int) -> tuple[str, ...]:
+    """Per length, the model's rule: the share of the pooled raw variance that lies between
+    rows, and q·k split into ‖q‖ ‖k‖ cos θ beside unit-variance random vectors in d_k dims."""
+    out = []
+    for n in seq_lens:
+        model = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == n
+                 and r["scaling"] == "model" and r["between_share"] is not None]
+        if not model:
+            continue
+        between = [r["between_share"] for r in model]
+        most = sum(b > BETWEEN for b in between)
+        gap = [r["top_gap"] for r in model if r["top_gap"] is not None]
+        gap_line = (f"; the two largest scores of a row (the model's rule) lie "
+                    f"{plain(float(np.median(gap)))} apart in the median head (weights "
+                    f"e^{plain(float(np.median(gap)))} to 1)" if gap else "")
+        out.append(f"n = {n}: {float(np.median(between)):.0%} of the pooled raw variance lies "
+                   f"between rows' means in the median head (the softmax ignores it), over "
+                   f"{BETWEEN:.0%} in {most} of {len(model)} heads{gap_line}.")
+        root = math.sqrt(d)
+        q = float(np.median([r["q_norm"] for r in model])) / root
+        k = float(np.median([r["k_norm"] for r in model])) / root
+        c = float(np.median([r["cos_std"] for r in model])) * root
+        grows = max((("‖q‖", q), ("‖k‖", k), ("cos θ", c)), key=lambda t: t[1])[0]
+        out.append(f"n = {n}: q·k = ‖q‖ ‖k‖ cos θ; against unit-variance random vectors in "
+                   f"d_k = {d} dimensions (‖q‖ = ‖k‖ = √{d}, cos θ std 1/√{d}) the median head "
+                   f"has ‖q‖ ×{plain(q)}, ‖k‖ ×{plain(k)} and cos θ spread ×{plain(c)}: "
+                   f"{grows} carries most of the excess.")
+    return tuple(out)
 
 
 def expect() -> tuple[str, ...]:
@@ -175,12 +222,12 @@ def expect() -> tuple[str, ...]:
             "spread differs from head to head.")
 
 
-def pattern(weights: Any, layer: int, head: int) -> str:
-    """Where one head's rows put their largest weight, on the pictured sequence: the previous
-    token, the token itself, or the first token, whichever is most common."""
-    w = np.asarray(weights)
-    rows = w.shape[0]
-    top = w.argmax(axis=-1)
+def pattern(peaks: Any, layer: int, head: int) -> str:
+    """Where one head's rows put their largest weight (each row's key index of it), on the
+    pictured sequence: the previous token, the token itself, or the first token, whichever
+    is most common."""
+    top = np.asarray(peaks)
+    rows = top.shape[0]
     idx = np.arange(rows)
     shares = {"the previous token": float(np.mean(top[1:] == idx[1:] - 1)) if rows > 1 else 0.0,
               "the token itself": float(np.mean(top == idx)),

@@ -39,16 +39,20 @@ def summary_rows(rows: Sequence[Row]) -> list[dict[str, Any]]:
         induction=sum(has_type(r, "induction") for r in g),
         score_std_raw_median=float(np.median([r["score_std_raw"] for r in g])),
         entropy_ratio_median=_median([r["entropy_ratio"] for r in g]),
-        entropy_bound_median=_median([r["entropy_bound"] for r in g])))
+        entropy_bound_median=_median([r["entropy_bound"] for r in g]),
+        score_std_within_raw_median=_median([r["score_std_within_raw"] for r in g]),
+        sink_rate=float(np.mean([r["sink_rate"] for r in g]))))
         for (w, n, rule), g in groups.items()]
 
 
 def _types(group: Sequence[Row]) -> str:
     counts = {t: sum(has_type(r, t) for r in group) for t in TYPES}
     other = sum(r["head_type"] == "other" for r in group)
+    several = sum("+" in str(r["head_type"]) for r in group)
     return (f"sinks {counts['sink']} on the first token, {counts['sink-later']} on a later "
             f"one; previous-token heads {counts['previous-token']}; induction heads "
-            f"{counts['induction']}; none of these {other}")
+            f"{counts['induction']}; none of these {other}; types overlap: {several} "
+            + ("head is" if several == 1 else "heads are") + " of two or more")
 
 
 def head_findings(rows: Sequence[Row], seq_lens: Sequence[int], induction: Induction | None
@@ -99,6 +103,8 @@ def bound_findings(rows: Sequence[Row], seq_lens: Sequence[int], d: int) -> tupl
     floor = _median([r["entropy_bound"] for r in model])
     measured = _median([r["entropy_ratio"] for r in model])
     loose = sum((r["entropy_bound"] or 0.0) < 0.01 for r in model)
+    if loose == len(model):  # says nothing for any head: the numbers stay in table.md
+        return ()
     return (f"n = {n}, from the weights alone: ‖W_Q W_Kᵀ‖₂/√d_k (d_k = {d}, the norm's gain "
             f"folded in) median {plain(float(np.median(norm)))}, range "
             f"{plain(float(norm.min()))}–{plain(float(norm.max()))}; with the model's rule no "
@@ -143,3 +149,66 @@ def floor_check(rows: Sequence[Row]) -> Check | None:
                  f"{len(held) - bad} of {len(held)} head rows measure every |score| within the "
                  "bound their W_Q, W_K and norm imply, and an entropy ratio at or above its "
                  "floor")
+
+
+def _token(label: str, bos: str | None) -> str:
+    """A token as a sentence names it: the BOS by that name (its text, <bos> or <s>, would
+    read as markup in a page), others quoted."""
+    return "BOS" if bos is not None and label == bos else repr(label)
+
+
+def sink_findings(rows: Sequence[Row], seq_lens: Sequence[int],
+                  first: Mapping[int, Sequence[str]], bos: str | None) -> tuple[str, ...]:
+    """Per length, the model's rule: Gu et al.'s sink rate (threshold α_0 per sequence, then
+    average) beside the rate of α_0 averaged first, α_0's spread across sequences, the token
+    at position 0, and the sink heads' value there beside their later values."""
+    out = []
+    for n in seq_lens:
+        model = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == n
+                 and r["scaling"] == "model"]
+        if not model:
+            continue
+        rate = float(np.mean([r["sink_rate"] for r in model]))
+        once = float(np.mean([r["first_token_share"] > SINK for r in model]))
+        spread = [r["first_token_std"] for r in model]
+        tokens = first.get(n, [])
+        kinds = sorted(set(tokens))
+        held = (f"{_token(kinds[0], bos)} in every sequence" if len(kinds) == 1 else
+                f"{len(kinds)} different tokens ("
+                + ", ".join(_token(t, bos) for t in kinds[:3])
+                + (", …" if len(kinds) > 3 else "") + ")")
+        where = "the tokenizer puts BOS there" if bos else "no BOS: the text's own first token"
+        line = (f"n = {n}: Gu et al.'s sink rate (α_0 > {SINK} in each sequence, then the mean) "
+                f"is {rate:.0%} of heads ({once:.0%} with α_0 averaged over sequences first); "
+                f"α_0 varies across sequences by a std of {plain(float(np.median(spread)))} in "
+                f"the median head (at most {plain(float(max(spread)))}); position 0 holds "
+                f"{held} ({where})")
+        sinks = [r for r in model if r["first_token_share"] > SINK
+                 and r["sink_value_norm"] is not None and r["value_norm"]]
+        if sinks:
+            ratio = float(np.median([r["sink_value_norm"] / r["value_norm"] for r in sinks]))
+            line += (f"; in the median sink head the value at position 0 is {plain(ratio)}× as "
+                     "long as at later positions (a short one: the weight parked there adds "
+                     "little)")
+        out.append(line + ".")
+    return tuple(out)
+
+
+def residual_findings(residual: Sequence[Row], seq_lens: Sequence[int], bos: str | None
+                      ) -> tuple[str, ...]:
+    """Massive activations (Sun et al. 2024): the largest residual activation per length,
+    where it sits, and how many layers' largest sit at position 0."""
+    out = []
+    for n in seq_lens:
+        layers = [r for r in residual if r["weights"] == "trained" and r["seq_len"] == n]
+        if not layers:
+            continue
+        top = max(layers, key=lambda r: r["largest"])
+        at_first = sum(r["position"] == 0 for r in layers)
+        out.append(f"n = {n}: the largest residual activation is {plain(top['largest'])} "
+                   f"after layer {top['layer']} (position {top['position']}, token "
+                   f"{_token(top['token'], bos)}, channel {top['channel']}), "
+                   f"{plain(top['largest'] / max(top['median_abs'], 1e-300))}× that layer's "
+                   f"median |h|; {at_first} of {len(layers)} layers have their largest at "
+                   "position 0 (table residual).")
+    return tuple(out)

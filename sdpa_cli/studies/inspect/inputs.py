@@ -16,6 +16,8 @@ from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.spec import limits
 from sdpa_cli.studies.inspect import gguf_tokenizer, interventions
 from sdpa_cli.studies.inspect.checkpoint import Checkpoint, bad, find, open_checkpoint
+from sdpa_cli.studies.inspect.models import rowstats
+from sdpa_cli.studies.inspect.models.common import ATTEND_ELEMENTS
 from sdpa_cli.studies.inspect.spec import InspectSpec
 from sdpa_cli.studies.inspect.text import (
     Tokenizer,
@@ -164,8 +166,8 @@ def physical_memory() -> int:
 
 def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
     """Peak bytes of tensors (the largest non-layer tensor and the largest layer, each held
-    natively and converted) and of work (activations of the longest length, attention of one
-    layer, one head's statistics in float64)."""
+    natively and converted) and of work (activations of the longest length, the forward's
+    attention of one sequence, the statistics' blocks of rows and their per-row numbers)."""
     item = 8 if spec.dtype == "float64" else 4
     per_layer: dict[str, int] = {}
     loose = 0
@@ -186,11 +188,15 @@ def plan_memory(spec: InspectSpec, ckpt: Checkpoint) -> tuple[int, int]:
     # the text's sequences and the repeated random tokens run as one batch
     s, n = spec.sequences + spec.induction_sequences, max(spec.seq_len)
     acts = s * n * (12 * count * dim + 4 * widest) * item
-    # one sequence's scores, weights and masked copy in the forward; the statistics of one
-    # (sequence, head) in float64
-    attention = 3 * count * n * n * item + 10 * n * n * 8
+    # the forward's scores (in place: as many heads as ATTEND_ELEMENTS holds) and its masks;
+    # the statistics' block buffers, the layer's mask and induction pattern, and a few dozen
+    # float64 numbers per (head, sequence, row)
+    heads_at_once = max(1, min(count, ATTEND_ELEMENTS // (n * n)))
+    attention = heads_at_once * n * n * item + 3 * n * n
+    stats = (4 * rowstats.GROUP_ELEMENTS * item + spec.induction_sequences * n * n
+             + 32 * 8 * count * spec.sequences * n)
     return (loose + max(per_layer.values(), default=0) + interventions.kept_weights(spec, ckpt),
-            acts + attention + interventions.memory(spec, ckpt, item))
+            acts + attention + stats + interventions.memory(spec, ckpt, item))
 
 
 def cost(spec: InspectSpec) -> limits.Cost:

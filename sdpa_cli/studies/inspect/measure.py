@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,8 @@ from numpy.typing import NDArray
 
 from sdpa_cli.framework.common import divisor_label, finite
 from sdpa_cli.numerics.scaling import Scaling
-from sdpa_cli.studies.inspect.heads import head_type
+from sdpa_cli.studies.inspect.heads import SINK, head_type
+from sdpa_cli.studies.inspect.models import stats
 from sdpa_cli.studies.inspect.models.common import Array, LayerOut, Reader
 from sdpa_cli.studies.inspect.models.headtypes import induction_pattern
 from sdpa_cli.studies.inspect.models.qkbound import (
@@ -24,12 +26,7 @@ from sdpa_cli.studies.inspect.models.qkbound import (
     row_sigma,
     spectra,
 )
-from sdpa_cli.studies.inspect.models.stats import (
-    OwnRule,
-    attention_stats,
-    own_rule_name,
-    pattern_score,
-)
+from sdpa_cli.studies.inspect.models.stats import F64, HeadStats, OwnRule, own_rule_name
 from sdpa_cli.studies.inspect.models.tensormap import QK
 from sdpa_cli.studies.inspect.rows import HeadRow
 
@@ -71,43 +68,61 @@ def layer_spectra(qk: QK | None, read: Reader) -> dict[str, Spectra]:
 
 
 def measure_layer(at: Layer, rules: list[tuple[str, Scaling | None]], bounds: dict[str, Spectra],
-                  hist: Callable[[NDArray[np.int64]], None] | None) -> list[HeadRow]:
-    """Every (vectors, rule) row of one layer. `hist` receives the pooled histogram of the
-    model's own rule on q, k."""
+                  hist: Callable[[NDArray[np.int64]], None] | None,
+                  pool: Executor | None = None, parts: int = 1) -> list[HeadRow]:
+    """Every (vectors, rule) row of one layer: each (vectors) pair's scores made once for
+    all the rules. `hist` receives the pooled histogram of the model's own rule on q, k;
+    `parts` groups of heads run on `pool`."""
     lo, n = at.out, at.n
     mask = lo.mask(n)
     seen = mask.sum(axis=1) if mask is not None else np.full(n, n)
     own = own_rule(lo)
     dim = lo.q.shape[-1]
     pattern = induction_pattern(at.repeated) if at.repeated is not None else None
+    ceiling = stats.ceiling(pattern) if pattern is not None else 0.0
+    values = value_norms(lo, at.texts)
     out: list[HeadRow] = []
     for prefix, q, k in vectors(lo):
         sp = bounds.get(prefix)
         sigma = row_sigma(sp, n) if sp is not None else None
-        for label, rule in rules:
-            applied: Scaling | OwnRule = rule if rule is not None else (
+        applied: list[Scaling | OwnRule] = [
+            rule if rule is not None else (
                 own if not prefix else OwnRule(lo.scale, lo.cap, "pre-norm q·k, " +
                                                own_rule_name(lo.scale, lo.cap)))
-            name = (applied.name if isinstance(applied, OwnRule)
-                    else divisor_label(applied, dim))
+            for _, rule in rules]
+        mine = next(i for i, (_, rule) in enumerate(rules) if rule is None)
+        got, ind = stats.layer_stats(
+            q[:at.texts], k[:at.texts], applied, mask, EDGES,
+            mine if not prefix and hist is not None else None,
+            (q[at.texts:], k[at.texts:], pattern) if pattern is not None else None,
+            pool, parts)
+        for i, ((label, rule), rule_applied, st) in enumerate(zip(rules, applied, got,
+                                                                   strict=True)):
+            name = (rule_applied.name if isinstance(rule_applied, OwnRule)
+                    else divisor_label(rule_applied, dim))
             if prefix and rule is not None:
                 name = "pre-norm q·k, " + name
-            st = attention_stats(q[:at.texts], k[:at.texts], applied, mask,
-                                 EDGES if (rule is None and not prefix and hist) else None)
             if st.counts is not None and hist is not None:
-                hist(st.counts.sum(axis=0))
-            ind, ceiling = (pattern_score(q[at.texts:], k[at.texts:], applied, mask, pattern)
-                            if pattern is not None else (None, 0.0))
-            bound = (logit_bound(sigma, sp, applied, dim, seen)
+                hist(st.counts)
+            bound = (logit_bound(sigma, sp, rule_applied, dim, seen)
                      if sigma is not None and sp is not None else None)
             floor = entropy_bound(bound, seen) if bound is not None else None
-            out += [_row(at, prefix + label, name, st, h, ind, ceiling, sp, bound, floor)
-                    for h in range(q.shape[1])]
+            out += [_row(at, prefix + label, name, st, h, ind[i] if ind is not None else None,
+                         ceiling, sp, bound, floor, values) for h in range(q.shape[1])]
     return out
 
 
-def _row(at: Layer, label: str, name: str, st: Any, h: int, ind: Any, ceiling: float,
-         sp: Spectra | None, bound: Any, floor: Any) -> HeadRow:
+def value_norms(lo: LayerOut, texts: int) -> tuple[F64, F64] | None:
+    """Per query head, the mean ‖v‖ at position 0 and at the later positions (text)."""
+    if lo.v is None:
+        return None
+    norm = np.sqrt(np.einsum("shnd,shnd->hsn", lo.v[:texts], lo.v[:texts], dtype=np.float64))
+    return norm[:, :, 0].mean(axis=1), norm[:, :, 1:].mean(axis=(1, 2))
+
+
+def _row(at: Layer, label: str, name: str, st: HeadStats, h: int, ind: Any, ceiling: float,
+         sp: Spectra | None, bound: Any, floor: Any, values: tuple[F64, F64] | None
+         ) -> HeadRow:
     n = at.n
     induction = float(ind[h]) if ind is not None else None
     first, later, prev = (float(st.first_token_share[h]), float(st.sink_other[h]),
@@ -125,4 +140,12 @@ def _row(at: Layer, label: str, name: str, st: Any, h: int, ind: Any, ceiling: f
         qk_spectral=float(sp.at_zero[h]) / math.sqrt(dim) if sp is not None else None,
         score_max=float(st.score_max[h]),
         logit_bound=float(bound[h].max()) if bound is not None else None,
-        entropy_bound=finite(floor[h]) if floor is not None else None)
+        entropy_bound=finite(floor[h]) if floor is not None else None,
+        score_std_within_raw=finite(st.score_std_within_raw[h]),
+        score_std_within=finite(st.score_std_within[h]),
+        between_share=finite(st.between_share[h]), top_gap=finite(st.top_gap[h]),
+        q_norm=float(st.q_norm[h]), k_norm=float(st.k_norm[h]), cos_std=float(st.cos_std[h]),
+        sink_rate=float(np.mean(st.first_by_seq[h] > SINK)),
+        first_token_std=float(np.std(st.first_by_seq[h])),
+        sink_value_norm=float(values[0][h]) if values is not None else None,
+        value_norm=float(values[1][h]) if values is not None else None)

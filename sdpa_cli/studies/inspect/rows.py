@@ -36,6 +36,20 @@ class HeadRow:
     score_max: float  # the largest |score| measured under this rule
     logit_bound: float | None  # the largest |score| the weights allow under this rule
     entropy_bound: float | None  # the entropy_ratio floor that bound implies (weights only)
+    # What the softmax sees: a row's scores up to a constant. Medians over the rows that see
+    # two keys or more (text sequences), of each row's population std over the keys it sees:
+    score_std_within_raw: float | None  # of q·k (after any QK-norm, before the scale)
+    score_std_within: float | None  # of the scores after the rule
+    between_share: float | None  # of q·k's pooled variance, the part between rows' means
+    top_gap: float | None  # median over those rows of the two largest scores' gap (rule)
+    q_norm: float  # RMS over positions of ‖q‖ (the vectors this row's q·k dots)
+    k_norm: float  # and of ‖k‖: q·k = ‖q‖ ‖k‖ cos θ
+    cos_std: float  # std of cos θ over every visible (query, key) pair
+    # Sinks as Gu et al. 2024 measure them: α_0 (first_token_share) per text sequence
+    sink_rate: float  # share of sequences where α_0 > 0.3 (thresholded, then averaged)
+    first_token_std: float  # std of α_0 across sequences
+    sink_value_norm: float | None  # mean ‖v‖ at position 0 (the value the sink hands on)
+    value_norm: float | None  # mean ‖v‖ at the later positions, for comparison
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,24 @@ class LayerRow:
     saturated: int  # heads with frozen_share > ½
     first_token_median: float
     sinks: int  # heads whose mean weight on the first token exceeds 0.3 (Gu et al. 2024)
+    score_std_within_raw_median: float | None  # what the softmax sees, beside the pooled
+
+
+@dataclass(frozen=True)
+class ResidualRow:
+    """One layer's largest residual activation (Sun et al. 2024's massive activations): the
+    residual stream after the layer, text sequences; a decoder's last layer is after its
+    final norm."""
+
+    weights: str
+    seq_len: int
+    layer: int
+    largest: float  # max |activation|
+    median_abs: float  # median |activation|, for scale
+    sequence: int  # where the largest sits: sequence, position, channel, and its token
+    position: int
+    channel: int
+    token: str
 
 
 FIELDS = row_fields(HeadRow)
@@ -74,6 +106,7 @@ LAYER_COLUMNS = (
     Column("score_std_min", "sd min", "f2", priority=1),
     Column("score_std_max", "sd max", "f2", priority=1),
     Column("score_std_raw_median", "raw sd", "f2", priority=2),
+    Column("score_std_within_raw_median", "row sd", "f2", priority=2),
     Column("max_weight_median", "max w", "f3", priority=0),
     Column("entropy_ratio_median", "H/ln n", "f3", priority=2),
     Column("frozen_share_median", "frozen", "f3", priority=0),
@@ -99,6 +132,8 @@ class SummaryRow:
     score_std_raw_median: float
     entropy_ratio_median: float | None
     entropy_bound_median: float | None
+    score_std_within_raw_median: float | None  # within rows: what the softmax sees
+    sink_rate: float  # Gu et al.'s: heads with α_0 > 0.3 per sequence, then the mean
 
 
 SUMMARY_COLUMNS = (
@@ -112,8 +147,22 @@ SUMMARY_COLUMNS = (
     Column("previous_token", "prev", "int", priority=0),
     Column("induction", "ind.", "int", priority=0),
     Column("score_std_raw_median", "raw sd", "f2", priority=0),
+    Column("score_std_within_raw_median", "row sd", "f2", priority=1),
+    Column("sink_rate", "sink rate", "f3", priority=1),
     Column("entropy_ratio_median", "H/ln n", "f3", priority=1),
     Column("entropy_bound_median", "floor", "f3", priority=1),
+)
+
+RESIDUAL_COLUMNS = (
+    Column("weights", "weights", "text"),
+    Column("seq_len", "n", "int"),
+    Column("layer", "layer", "int"),
+    Column("largest", "largest |h|", "g"),
+    Column("median_abs", "median |h|", "g"),
+    Column("sequence", "sequence", "int"),
+    Column("position", "position", "int"),
+    Column("channel", "channel", "int"),
+    Column("token", "token", "text"),
 )
 
 

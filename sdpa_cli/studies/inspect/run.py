@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,6 @@ from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
 from sdpa_cli.io.digest import sha256_file
-from sdpa_cli.numerics.blocks import Tick
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.inspect import interventions
 from sdpa_cli.studies.inspect.checkpoint import Weights
@@ -27,12 +29,15 @@ from sdpa_cli.studies.inspect.findings import (
     layer_rows,
     pattern,
     summary_quantity,
+    within_findings,
 )
 from sdpa_cli.studies.inspect.findings_heads import (
     bound_findings,
     floor_check,
     head_findings,
     prenorm_findings,
+    residual_findings,
+    sink_findings,
     summary_rows,
 )
 from sdpa_cli.studies.inspect.heads import Induction, induction_tokens
@@ -43,13 +48,16 @@ from sdpa_cli.studies.inspect.models.common import LayerOut, init_reader, softma
 from sdpa_cli.studies.inspect.models.qkbound import Spectra
 from sdpa_cli.studies.inspect.models.stats import head_scores as _scores
 from sdpa_cli.studies.inspect.models.tensormap import Mapped
+from sdpa_cli.studies.inspect.models.threads import blas_threads
 from sdpa_cli.studies.inspect.rows import (
     FIELDS,
     HEAD_COLUMNS,
     INTERVENTION_COLUMNS,
     LAYER_COLUMNS,
+    RESIDUAL_COLUMNS,
     SUMMARY_COLUMNS,
     HeadRow,
+    ResidualRow,
 )
 from sdpa_cli.studies.inspect.spec import InspectSpec
 from sdpa_cli.studies.inspect.text import default_paths
@@ -92,6 +100,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
     if isinstance(got, Skipped):
         return _skipped(spec, got)
     heads: list[HeadRow] = []
+    residual: list[ResidualRow] = []
     hist: dict[tuple[str, int, int], list[int]] = {}
     picture: dict[str, Any] = {}
     kinds = ["trained", "init"] if spec.weights == "init" else ["trained"]
@@ -107,8 +116,8 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
     induction = induction_tokens(spec, got.tok, rows_)
     for kind in kinds:  # weights that overflow float32: the "statistics finite" check says so
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            got_rows, got_scale = _measure(spec, got, kind, hist, picture, ctx.tick,
-                                           induction, cap if kind == "trained" else None)
+            got_rows, got_scale = _measure(spec, got, kind, hist, picture, ctx, induction,
+                                           residual, cap if kind == "trained" else None)
         heads += got_rows
         scale = got_scale or scale
     rows = [as_row(r) for r in heads]
@@ -127,6 +136,7 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
              + "; token ids of every sequence in results.json (tokens).",
              "Per length and rule, per layer, per head: table.md and results.json.")
     d = got.ckpt.shape[3]
+    bos = got.tok.label(got.tok.prefix[0]) if got.tok.prefix else None
     result = assemble(
         spec, study="inspect", title=f"Attention in {spec.model}",
         table=Table("heads", "Per head and rule", HEAD_COLUMNS, tuple(rows), terminal=False),
@@ -135,19 +145,27 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         tables=[Table("summary", "Per length and rule: heads saturated, sinks, head types",
                       SUMMARY_COLUMNS, tuple(summary_rows(rows)), terminal=False),
                 Table("layers", "Per layer: medians and ranges over heads", LAYER_COLUMNS,
-                      tuple(layers), terminal=False), *_loss_tables(scale)],
+                      tuple(layers), terminal=False),
+                Table("residual", "Per layer: the largest residual activation and where it "
+                      "sits (the last layer's after the final norm)", RESIDUAL_COLUMNS,
+                      tuple(as_row(r) for r in residual), terminal=False),
+                *_loss_tables(scale)],
         checks=checks, lookup=_lookup(rows, scale), theory=(
             "Independent q, k with unit components: q·k has std √d_k; ÷√d_k makes it 1.",),
         notes=notes,
         figures=figures(spec, rows, hist, picture, got.ckpt.shape) if ctx.figures else (),
         # a run that changes the scale asks whether the model needs it: that answer first
         findings=(*interventions.findings(scale, d), *findings(spec, rows, got.ckpt.shape),
-                  _pattern(spec, rows, picture), *head_findings(rows, spec.seq_len, induction),
+                  *within_findings(rows, spec.seq_len, d), _pattern(spec, rows, picture),
+                  *head_findings(rows, spec.seq_len, induction),
+                  *sink_findings(rows, spec.seq_len, _first_tokens(spec, got), bos),
+                  *residual_findings([as_row(r) for r in residual], spec.seq_len, bos),
                   *prenorm_findings(rows, spec.seq_len), *bound_findings(rows, spec.seq_len, d)),
         expect=expect(),
     )
     # what was read, so a result names its checkpoint, tokenizer, text and tokens exactly
-    extra = {"inputs": _digests(spec, got), "tokens": _tokens(spec, got, induction)}
+    extra = {"inputs": {**_digests(spec, got), "tensor_types": tensor_types(got)},
+             "tokens": _tokens(spec, got, induction)}
     if scale is not None:
         extra["interventions"] = scale.to_json()
     return dataclasses.replace(result, extra=extra)
@@ -184,6 +202,30 @@ def own_rules(rows: Sequence[Row]) -> str:
                      for rule, layers in by_rule.items())
 
 
+def _first_tokens(spec: InspectSpec, got: Inputs) -> dict[int, list[str]]:
+    return {n: [got.tok.label(int(i)) for i in got.ids[n][:, 0]] for n in spec.seq_len}
+
+
+def tensor_types(got: Inputs) -> dict[str, dict[str, int]]:
+    """How each family of tensors is stored (its name without the layer index): storage
+    type (Q4_1, Q6_K, BF16, …) → how many tensors of that family."""
+    out: dict[str, dict[str, int]] = {}
+    for name, t in sorted(got.ckpt.tensors.items()):
+        family = re.sub(r"(^|\.)(?:layers|layer|h)\.\d+\.", r"\1", name)
+        kinds = out.setdefault(family, {})
+        kinds[t.dtype] = kinds.get(t.dtype, 0) + 1
+    return out
+
+
+def _residual(kind: str, n: int, layer: int, lo: LayerOut, texts: int, got: Inputs
+              ) -> ResidualRow:
+    h = np.abs(lo.hidden[:texts])
+    seq, pos, channel = (int(i) for i in np.unravel_index(int(h.argmax()), h.shape))
+    return ResidualRow(weights=kind, seq_len=n, layer=layer, largest=float(h.max()),
+                       median_abs=float(np.median(h)), sequence=seq, position=pos,
+                       channel=channel, token=got.tok.label(int(got.ids[n][seq, pos])))
+
+
 def _tokens(spec: InspectSpec, got: Inputs, induction: Induction | None) -> dict[str, Any]:
     """Every token id measured, per length and sequence, so another implementation can run
     the same tokens: the text's chunks (or the random control's) and the repeated sequences."""
@@ -198,7 +240,7 @@ def _pattern(spec: InspectSpec, rows: Sequence[Row], picture: Mapping[str, Any])
     first = [r for r in rows if r["weights"] == "trained" and r["seq_len"] == min(spec.seq_len)
              and r["scaling"] == "model"]
     worst = max(first, key=lambda r: (r["frozen_share"], r["max_weight"]))
-    return pattern(picture["rows"][worst["layer"]][worst["head"]], worst["layer"],
+    return pattern(picture["peaks"][worst["layer"]][worst["head"]], worst["layer"],
                    worst["head"])
 
 
@@ -212,8 +254,8 @@ def _digests(spec: InspectSpec, got: Inputs) -> dict[str, Any]:
 
 
 def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, int, int],
-             list[int]], picture: dict[str, Any], tick: Tick | None,
-             induction: Induction | None, cap: Capture | None
+             list[int]], picture: dict[str, Any], ctx: RunContext,
+             induction: Induction | None, residual: list[ResidualRow], cap: Capture | None
              ) -> tuple[list[HeadRow], Interventions | None]:
     ckpt = got.ckpt
     dtype = np.float64 if spec.dtype == "float64" else np.float32
@@ -225,6 +267,12 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
         ckpt.table, init_reader(ckpt.shapes(), std, spec.entropy), held)
     out: list[HeadRow] = []
     bounds: dict[int, dict[str, Spectra]] = {}  # per layer, computed at the first length
+    # --workers cores: BLAS threads for the forward's large products (nothing else runs
+    # then), or as many threads each measuring a group of heads with one BLAS thread (a
+    # small product on several threads costs many times its CPU); never both at once. On a
+    # cluster (an executor) other specs' threads share this process: BLAS stays at one.
+    cores = ctx.workers if ctx.executor is None else 1
+    pool = ThreadPoolExecutor(cores, thread_name_prefix="sdpa-heads") if cores > 1 else None
     last = ckpt.shape[0] - 1
     scale = None
     try:
@@ -233,42 +281,59 @@ def _measure(spec: InspectSpec, got: Inputs, kind: str, hist: dict[tuple[str, in
             rep = induction.ids[n] if induction is not None else None
             # text and repeated tokens in one batch: each layer's weights are read once
             batch = ids if rep is None else np.concatenate([ids, rep])
-            layers = ckpt.family.forward(ckpt.config, read, batch, dtype)
-            for layer, lo in enumerate(layers):
-                if layer not in bounds:
-                    bounds[layer] = layer_spectra(qk[layer] if qk else None, read.kept)
+            layers = iter(ckpt.family.forward(ckpt.config, read, batch, dtype))
+            for layer in itertools.count():
+                with blas_threads(cores):
+                    lo = next(layers, None)
+                if lo is None:
+                    break
+                with blas_threads(1):
+                    if layer not in bounds:
+                        bounds[layer] = layer_spectra(qk[layer] if qk else None, read.kept)
 
-                def keep(counts: Any, key: tuple[str, int, int] = (kind, n, layer)) -> None:
-                    hist[key] = counts.tolist()
+                    def keep(counts: Any, key: tuple[str, int, int] = (kind, n, layer)) -> None:
+                        hist[key] = counts.tolist()
 
-                at = Layer(kind, n, layer, lo, len(ids), rep)
-                out += measure_layer(at, rules_of(spec), bounds[layer], keep)
-                if kind == "trained" and n == min(spec.seq_len):
-                    _picture(picture, lo, n, got, ids)
-                if cap is not None:
-                    cap.take(n, layer, lo, layer == last)
-            if tick is not None:
-                tick(0, 1)
+                    at = Layer(kind, n, layer, lo, len(ids), rep)
+                    residual.append(_residual(kind, n, layer, lo, len(ids), got))
+                    # the histogram is drawn only: without figures it is not counted
+                    out += measure_layer(at, rules_of(spec), bounds[layer],
+                                         keep if ctx.figures else None, pool, cores)
+                    if kind == "trained" and n == min(spec.seq_len):
+                        _picture(picture, lo, n, got, ids)
+                    if cap is not None:
+                        cap.take(n, layer, lo, layer == last)
+                del lo  # this layer's q, k and v go before the next layer's arrive
+            if ctx.tick is not None:
+                ctx.tick(0, 1)
         if cap is not None:
-            scale = interventions.measure(spec, ckpt, read, got.ids[cap.n], cap, dtype,
-                                          (lambda: tick(0, 1)) if tick is not None else None)
+            tick = ctx.tick
+            # the changed forwards are the forward's large products again: every core
+            with blas_threads(cores):
+                scale = interventions.measure(spec, ckpt, read, got.ids[cap.n], cap, dtype,
+                                              (lambda: tick(0, 1)) if tick is not None else None)
             if tick is not None:  # the pass over the LM head, and any change planned but
                 # not run (a scale factor that was the removal of the scale)
                 run_ = len(scale.rows) - 1
                 tick(0, 1 + interventions.planned(spec, ckpt.shape[0]) - run_)
     finally:
+        if pool is not None:
+            pool.shutdown()
         read.close()
     return out, scale
 
 
 def _picture(picture: dict[str, Any], lo: LayerOut, n: int, got: Inputs, ids: Any) -> None:
     """The first sequence's weights under the model's own rule, every key in the softmax, then
-    the first PICTURE_MAX queries and keys kept (the model's own weights, cropped)."""
+    the first PICTURE_MAX queries and keys kept (the model's own weights, cropped), and where
+    each of those rows peaks over all its keys. Only those rows are computed, and only copies
+    are kept: a view would keep a layer's n × n array alive."""
     m = min(n, PICTURE_MAX)
     mask = lo.mask(n)
-    p = softmax_rows(_scores(lo.q[0], lo.k[0], own_rule(lo), mask), mask)
-    picture.setdefault("weights", []).append(p[:, :m, :m])
-    picture.setdefault("rows", []).append(p[:, :m])  # whole rows: where each row peaks
+    rows = mask[:m] if mask is not None else None
+    p = softmax_rows(_scores(lo.q[0, :, :m], lo.k[0], own_rule(lo), rows), rows)
+    picture.setdefault("weights", []).append(np.ascontiguousarray(p[:, :, :m]))
+    picture.setdefault("peaks", []).append(p.argmax(axis=-1))
     picture["tokens"] = [got.tok.label(i) for i in ids[0, :m]]
     picture["n"] = n
 
