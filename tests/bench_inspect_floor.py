@@ -132,7 +132,10 @@ def floor_main(specs: list[str], torch_script: str) -> None:
     print(f"load before: {os.getloadavg()} (1, 5, 15 min)", flush=True)
     sdpa = [sys.executable, "-P", "-m", "sdpa_cli"]  # -P: not the current folder first
     env = {**os.environ, "PYTHONPATH": SOURCE} if SOURCE else None
-    print(f"sdpa: {SOURCE or ROOT}" + (f"; before: {BEFORE}" if BEFORE else ""), flush=True)
+    # this checkout by name only: its path differs on every machine (the page's block is
+    # compared by shape)
+    print(f"sdpa: {SOURCE or 'this checkout'}" + (f"; before: {BEFORE}" if BEFORE else ""),
+          flush=True)
     python = start_up()
     out: dict[str, Any] = {}
     for path in specs or SPECS:

@@ -16,6 +16,7 @@ pytest.importorskip("tokenizers")
 import inspect_fixtures as fx
 
 from sdpa_cli.studies.inspect.checkpoint import Weights, open_checkpoint
+from sdpa_cli.studies.inspect.figures import draw_scale_loss
 from sdpa_cli.studies.inspect.models import nexttoken, rescale
 from sdpa_cli.studies.inspect.models.common import Resume
 from sdpa_cli.studies.inspect.run import run
@@ -247,6 +248,20 @@ def test_changes_give_rows_loss_and_kl_of_whole_recomputes(workdir: Path):
     assert [r["layer"] for r in table.rows][:3] == ["none", "all", "all"]
     assert any(f.startswith("With the scale removed everywhere") for f in result.findings)
     assert any(f.startswith("Unscaled one layer at a time (3 layers)") for f in result.findings)
+    # the figure: the model as trained (×1, no change), then each factor on every layer; and
+    # each layer's scale removed alone, all as loss increases over the recomputed loss
+    fig = next(f for f in result.figures if f.name == "scale_loss").data
+    every = {r["factor"]: r["loss"] for r in doc["rows"] if r["layer"] == "all"}
+    assert fig["factors"] == [0.5, 1.0, pytest.approx(undo)]
+    assert fig["every"] == pytest.approx([every[0.5] - doc["loss"], 0.0,
+                                          every[max(every)] - doc["loss"]], abs=1e-12)
+    assert fig["layers"] == [0, 1, 2]
+    assert fig["single"] == pytest.approx([r["loss"] - doc["loss"] for r in doc["rows"]
+                                           if r["layer"] != "all"], abs=1e-12)
+    drawn = draw_scale_loss(next(f for f in result.figures if f.name == "scale_loss"))
+    assert [ax.get_xlabel() for ax in drawn.axes] == [
+        "factor on q·k in every layer (×1: as trained)", "layer whose ÷√d_k is removed"]
+    assert len(drawn.axes[1].patches) == 3  # a bar per layer
 
 
 def test_an_encoder_records_no_loss_and_says_why(workdir: Path):

@@ -170,7 +170,32 @@ def draw_head_types(fig_data: Figure) -> Any:
     return fig
 
 
+def draw_scale_loss(fig_data: Figure) -> Any:
+    d = fig_data.data
+    panels = [k for k in ("every", "single") if d[k]]
+    fig, axes = _subplots(1, len(panels), squeeze=False, figsize=(5.0 * len(panels), 3.8))
+    for ax, panel in zip(axes[0], panels, strict=True):
+        if panel == "every":
+            ax.plot(d["factors"], d["every"], "o-", color=style.PALETTE[0])
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(d["factors"], [f"×{f:g}" for f in d["factors"]])
+            ax.minorticks_off()
+            ax.axvline(1.0, color="grey", lw=0.8, ls=":")
+            ax.set_xlabel("factor on q·k in every layer (×1: as trained)")
+            ax.set_title("every layer's scale × factor", fontsize=9)
+        else:
+            ax.bar(d["layers"], d["single"], color=style.PALETTE[1])
+            _whole_ticks(ax)
+            ax.set_xlabel("layer whose ÷√d_k is removed")
+            ax.set_title("one layer's scale removed", fontsize=9)
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.set_ylabel("loss − trained loss (nats)")
+    fig.suptitle(f"{fig_data.title}\n{d['where']}", fontsize=9)
+    return fig
+
+
 RENDERERS: Mapping[str, Any] = {
+    "inspect.scale_loss": draw_scale_loss,
     "inspect.head_types": draw_head_types,
     "inspect.heatmaps": draw_heatmaps, "inspect.pooled": draw_pooled,
     "inspect.entropy_vs_n": draw_entropy_vs_n, "inspect.picture": draw_picture,

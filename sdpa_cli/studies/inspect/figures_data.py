@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,8 +26,8 @@ def _grid(rows: Sequence[Row], field: str, layers: int, heads: int) -> list[list
 
 
 def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int, int],
-            list[int]], picture: Mapping[str, Any], shape: tuple[int, int, int, int]
-            ) -> tuple[Figure, ...]:
+            list[int]], picture: Mapping[str, Any], shape: tuple[int, int, int, int],
+            scale: Sequence[Row] = ()) -> tuple[Figure, ...]:
     layers, heads, _, dim = shape
     n0 = sorted(spec.seq_len)[len(spec.seq_len) // 2]  # the middle length for the maps
     first = min(spec.seq_len)  # the attention picture: the shortest, so labels stay readable
@@ -63,6 +64,7 @@ def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int
                        {"n": sorted(spec.seq_len), "series": entropy, "where": sizes}),
                 ) if len(spec.seq_len) > 1 else ()
     return (
+        *_scale_loss(spec, scale, dim),
         Figure("heatmaps", "inspect.heatmaps", "Per head: score std, largest weight, frozen "
                "share, with the model's rule and without scaling",
                {"maps": maps, "fields": [list(f) for f in HEATMAP_FIELDS], "where": where}),
@@ -82,6 +84,25 @@ def figures(spec: InspectSpec, rows: Sequence[Row], hist: Mapping[tuple[str, int
                {"weights": np.asarray(weights).tolist(), "tokens": picture["tokens"],
                 "where": _picture_where(spec.model, len(picture["tokens"]), picture["n"])}),
     )
+
+
+def _scale_loss(spec: InspectSpec, scale: Sequence[Row], dim: int) -> tuple[Figure, ...]:
+    """The loss as the scale changes: every layer's q·k times each factor, and each layer's
+    scale removed alone (present only when a run changed the scale)."""
+    every = sorted({(r["factor"], r["loss_increase"]) for r in scale
+                    if r["layer"] == "all" and r["factor"] is not None} | {(1.0, 0.0)})
+    single = sorted((r["layer"], r["loss_increase"]) for r in scale
+                    if isinstance(r["layer"], int))
+    if len(every) == 1 and not single:
+        return ()
+    return (Figure("scale_loss", "inspect.scale_loss", "The model's next-token loss with its "
+                   "attention scale changed, against the model as trained",
+                   {"factors": [f for f, _ in every], "every": [x for _, x in every],
+                    "layers": [layer for layer, _ in single], "single": [x for _, x in single],
+                    "where": f"{spec.model}, d_k = {dim}"},
+                   caption="Left: q·k multiplied by a factor in every layer (×1 is the model as "
+                   f"trained; ×{math.sqrt(dim):g} removes ÷√d_k). Right: the scale removed from "
+                   "one layer at a time, the others as trained."),)
 
 
 def _picture_where(model: str, m: int, n: int) -> str:

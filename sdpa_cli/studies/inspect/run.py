@@ -153,7 +153,9 @@ def run(spec: InspectSpec, ctx: RunContext = SERIAL) -> Result:
         checks=checks, lookup=_lookup(rows, scale), theory=(
             "Independent q, k with unit components: q·k has std √d_k; ÷√d_k makes it 1.",),
         notes=notes,
-        figures=figures(spec, rows, hist, picture, got.ckpt.shape) if ctx.figures else (),
+        figures=figures(spec, rows, hist, picture, got.ckpt.shape,
+                        [as_row(r) for r in scale.rows] if scale else ())
+        if ctx.figures else (),
         # a run that changes the scale asks whether the model needs it: that answer first
         findings=(*interventions.findings(scale, d), *findings(spec, rows, got.ckpt.shape),
                   *within_findings(rows, spec.seq_len, d), _pattern(spec, rows, picture),
