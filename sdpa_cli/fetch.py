@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdpa_cli import process
+from sdpa_cli.io.digest import sha256_file
 from sdpa_cli.io.environment import hub_root
 
 # Why a module of its own and not a command or a flag: every `sdpa` command reads only what is
@@ -99,15 +100,10 @@ def snapshot_of(model: Model, hub: Path) -> Path:
     return hub / ("models--" + model.cache.replace("/", "--")) / "snapshots" / model.revision
 
 
-def _digest(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def present(model: Model, hub: Path) -> bool:
     """Every file of the model is in the cache with its sha256."""
     snapshot = snapshot_of(model, hub)
-    return all((snapshot / f.name).is_file() and _digest(snapshot / f.name) == f.sha256
+    return all((snapshot / f.name).is_file() and sha256_file(snapshot / f.name) == f.sha256
                for f in model.files)
 
 

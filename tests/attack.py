@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,19 @@ class Bad:
     links: dict[str, str] = field(default_factory=dict)  # symlink name → its target
     make: Callable[[Path], Any] | None = None  # builds what the case needs in the workdir
     env: dict[str, str] = field(default_factory=dict)  # environment variables for the run
+
+
+def peak_run(argv: list[str], cwd: Path, timeout: float
+             ) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`sdpa argv` in a process of its own, and that process's peak memory (kB)."""
+    # VmHWM: the process's own peak (ru_maxrss carries a large parent's over exec)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from sdpa_cli.cli.entry import run; "
+         "code = run(sys.argv[1:]); "
+         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]); "
+         "sys.exit(code)", *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        check=False)
+    return done, int(done.stdout.split()[-1])
 
 
 def spec(text: str | bytes, name: str = "s.yaml") -> dict[str, str | bytes]:

@@ -84,21 +84,8 @@ def _add(w: Any, key: str, value: Any) -> None:
 
 def tensors(seed: int = 0, width: int = WIDTH, rows: int = 256, layers: int = LAYERS,
             ffn: int = FFN) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    t = {"token_embd.weight": rng.normal(0, 1, (rows, width)),
-         "output_norm.weight": 1 + rng.normal(0, 0.1, width)}
-    for i in range(layers):
-        p = f"blk.{i}."
-        t[p + "attn_norm.weight"] = 1 + rng.normal(0, 0.1, width)
-        t[p + "attn_q.weight"] = rng.normal(0, 0.4, (HEADS * HEAD_DIM, width))
-        t[p + "attn_k.weight"] = rng.normal(0, 0.4, (KV * HEAD_DIM, width))
-        t[p + "attn_v.weight"] = rng.normal(0, 0.4, (KV * HEAD_DIM, width))
-        t[p + "attn_output.weight"] = rng.normal(0, 0.4, (width, HEADS * HEAD_DIM))
-        t[p + "ffn_norm.weight"] = 1 + rng.normal(0, 0.1, width)
-        t[p + "ffn_gate.weight"] = rng.normal(0, 0.4, (ffn, width))
-        t[p + "ffn_up.weight"] = rng.normal(0, 0.4, (ffn, width))
-        t[p + "ffn_down.weight"] = rng.normal(0, 0.4, (width, ffn))
-    return t
+    return fx.llama_gguf_tensors(np.random.default_rng(seed), rows=rows, width=width,
+                                 layers=layers, heads=HEADS, kv=KV, head_dim=HEAD_DIM, ffn=ffn)
 
 
 def gguf(path: Path, *, meta: dict[str, Any] | None = None,

@@ -139,6 +139,25 @@ def byte_tokens() -> list[str]:
     return [_bytes_to_unicode()[b] for b in range(256)]
 
 
+def llama_gguf_tensors(rng: np.random.Generator, *, rows: int, width: int, layers: int,
+                       heads: int, kv: int, head_dim: int, ffn: int) -> dict[str, np.ndarray]:
+    """Random Llama-layout weights under llama.cpp's GGUF names (embedding of `rows` tokens)."""
+    t = {"token_embd.weight": rng.normal(0, 1, (rows, width)),
+         "output_norm.weight": 1 + rng.normal(0, 0.1, width)}
+    for i in range(layers):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = 1 + rng.normal(0, 0.1, width)
+        t[p + "attn_q.weight"] = rng.normal(0, 0.4, (heads * head_dim, width))
+        t[p + "attn_k.weight"] = rng.normal(0, 0.4, (kv * head_dim, width))
+        t[p + "attn_v.weight"] = rng.normal(0, 0.4, (kv * head_dim, width))
+        t[p + "attn_output.weight"] = rng.normal(0, 0.4, (width, heads * head_dim))
+        t[p + "ffn_norm.weight"] = 1 + rng.normal(0, 0.1, width)
+        t[p + "ffn_gate.weight"] = rng.normal(0, 0.4, (ffn, width))
+        t[p + "ffn_up.weight"] = rng.normal(0, 0.4, (ffn, width))
+        t[p + "ffn_down.weight"] = rng.normal(0, 0.4, (width, ffn))
+    return t
+
+
 def llama_gguf(path: Path, seed: int = 0, width: int = 16, heads: int = 4, kv: int = 2,
                head_dim: int = 6, layers: int = 2, arch: str = "llama",
                meta: dict[str, Any] | None = None, drop: tuple[str, ...] = (),
@@ -152,19 +171,8 @@ def llama_gguf(path: Path, seed: int = 0, width: int = 16, heads: int = 4, kv: i
     rng = np.random.default_rng(seed)
     vocab = 256
     f = 32 if quant is not None else 24
-    t: dict[str, np.ndarray] = {"token_embd.weight": rng.normal(0, 1, (vocab, width)),
-                                "output_norm.weight": 1 + rng.normal(0, 0.1, width)}
-    for i in range(layers):
-        p = f"blk.{i}."
-        t[p + "attn_norm.weight"] = 1 + rng.normal(0, 0.1, width)
-        t[p + "attn_q.weight"] = rng.normal(0, 0.4, (heads * head_dim, width))
-        t[p + "attn_k.weight"] = rng.normal(0, 0.4, (kv * head_dim, width))
-        t[p + "attn_v.weight"] = rng.normal(0, 0.4, (kv * head_dim, width))
-        t[p + "attn_output.weight"] = rng.normal(0, 0.4, (width, heads * head_dim))
-        t[p + "ffn_norm.weight"] = 1 + rng.normal(0, 0.1, width)
-        t[p + "ffn_gate.weight"] = rng.normal(0, 0.4, (f, width))
-        t[p + "ffn_up.weight"] = rng.normal(0, 0.4, (f, width))
-        t[p + "ffn_down.weight"] = rng.normal(0, 0.4, (width, f))
+    t = llama_gguf_tensors(rng, rows=vocab, width=width, layers=layers, heads=heads, kv=kv,
+                           head_dim=head_dim, ffn=f)
     for name, shape in (shapes or {}).items():
         t[name] = rng.normal(0, 0.4, shape)
     w = gguf.GGUFWriter(str(path), arch)

@@ -17,7 +17,7 @@ pytest.importorskip("gguf")
 
 import gguf_build as gb
 import inspect_fixtures as fx
-from attack import Bad, check
+from attack import Bad, check, peak_run
 from gguf_build import Typed
 
 ARGV = ["inspect", "m.gguf", "--text", "t.txt", "--seq-len", "8", "--sequences", "2",
@@ -279,16 +279,10 @@ def test_a_megabyte_vocabulary_of_nested_prefixes_is_refused_at_once(workdir: Pa
     tokens = nested(n)
     _model(gb.spm(**{TOK: tokens, SCORES: arr("FLOAT32", [0.0] * n), TYPES: None, BOS: 0,
                      UNK: 0}))(workdir)
-    done = subprocess.run(
-        [sys.executable, "-c", "import sys; from sdpa_cli.cli.entry import run; "
-         "code = run(sys.argv[1:]); "
-         # VmHWM: this process's own peak (ru_maxrss carries a large parent's over exec)
-         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]); "
-         "sys.exit(code)", *ARGV], cwd=workdir, capture_output=True, text=True, timeout=120,
-        check=False)
+    done, peak = peak_run(ARGV, workdir, 120)
     assert done.returncode == 2, done.stderr
     assert "nest as prefixes of one another" in done.stderr
-    assert int(done.stdout) < 400 * 1024  # kB: the file and Python, never the merges
+    assert peak < 400 * 1024  # kB: the file and Python, never the merges
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime < 60
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +14,7 @@ pytest.importorskip("gguf")
 
 import gguf_build as gb
 import inspect_fixtures as fx
-from attack import Bad, check
+from attack import Bad, check, peak_run
 
 from sdpa_cli.studies.inspect.text import text_tokens
 
@@ -141,13 +139,7 @@ def test_a_70_mb_line_is_read_in_a_window_in_bounded_memory(tmp_path: Path):
     with (tmp_path / "t.txt").open("w", encoding="utf-8") as f:
         for _ in range(70):
             f.write("w9w1" * 250_000)
-    done = subprocess.run(
-        [sys.executable, "-c", "import sys; from sdpa_cli.cli.entry import run; "
-         "code = run(sys.argv[1:]); "
-         # VmHWM: this process's own peak (ru_maxrss carries a large parent's over exec)
-         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]); "
-         "sys.exit(code)", "inspect", "m.gguf", "--text", "t.txt", "--seq-len", "64",
-         "--sequences", "4", "--out", "o", "--no-plots", "-q"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    done, peak = peak_run(["inspect", "m.gguf", "--text", "t.txt", "--seq-len", "64",
+                           "--sequences", "4", "--out", "o", "--no-plots", "-q"], tmp_path, 300)
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout.split()[-1]) < 1024 * 1024  # kB
+    assert peak < 1024 * 1024  # kB

@@ -14,6 +14,7 @@ from typing import Any
 import sdpa_cli
 from sdpa_cli.errors import InputError, Problem
 from sdpa_cli.framework.result import AuditEntry, Check, audit_from_json
+from sdpa_cli.io.digest import input_sha256
 from sdpa_cli.report import manifest, ownfiles
 
 MANIFEST = "manifest.json"
@@ -83,19 +84,6 @@ def kept_status(folder: Path, *, input_sha256: str, render: Mapping[str, Any],
     return str(doc["status"])
 
 
-# (path, size, mtime) → sha256: a model file is hashed once per process, however many times
-# the batch asks whether its run is unchanged (the estimate, then the run).
-_HASHED: dict[tuple[str, int, int], str] = {}
-
-
-def _sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _HASHED:
-        _HASHED[key] = manifest.sha256_file(path)
-    return _HASHED[key]
-
-
 def read_files_changed(folder: Path) -> bool:
     """Whether a file the run read (results.json's `inputs.files`: a checkpoint's, its
     tokenizer's, a text's, each with its size and sha256) is gone or differs now; a run that
@@ -111,7 +99,7 @@ def read_files_changed(folder: Path) -> bool:
     try:
         return any(not isinstance(f, dict)
                    or Path(str(f.get("path"))).stat().st_size != f.get("bytes")
-                   or _sha256(Path(str(f.get("path")))) != f.get("sha256") for f in files)
+                   or input_sha256(Path(str(f.get("path")))) != f.get("sha256") for f in files)
     except OSError:
         return True
 

@@ -16,7 +16,7 @@ from sdpa_cli.framework.audit import Lookup, find_rows
 from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
-from sdpa_cli.io.digest import sha256_file
+from sdpa_cli.io.digest import input_sha256
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.inspect import interventions
 from sdpa_cli.studies.inspect.checkpoint import Weights
@@ -251,7 +251,7 @@ def _digests(spec: InspectSpec, got: Inputs) -> dict[str, Any]:
     if not spec.random_tokens:
         files += [Path(t) for t in spec.text] or default_paths()
     return {"model": str(got.ckpt.folder), "text": got.text,
-            "files": [{"path": str(f), "bytes": f.stat().st_size, "sha256": sha256_file(f)}
+            "files": [{"path": str(f), "bytes": f.stat().st_size, "sha256": input_sha256(f)}
                       for f in files]}
 
 
