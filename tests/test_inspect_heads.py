@@ -143,6 +143,34 @@ def test_spectra_are_numpys_svd_norms_with_shared_keys_and_diagonal_maps(rotary:
     np.testing.assert_array_equal(spectra(dense).at_zero, alone.at_zero)
 
 
+@pytest.mark.parametrize("rotary", [False, True])
+def test_spectra_hold_for_singular_and_ill_conditioned_heads(rotary: bool):
+    """The Gram route against NumPy's SVD where it is weakest: a key head of rank below d_k
+    (its Cholesky fails: the eigenvector root) and a head whose q·k map is small beside
+    ‖a‖·‖b‖ (relative error about ε·(‖a‖‖b‖/‖abᵀ‖)², here ≈ 10⁴·ε: held to 10⁻¹⁰)."""
+    rng = np.random.default_rng(11)
+    heads, group, d, width = 4, 2, 6, 30
+    a = rng.normal(size=(heads, width, d))
+    keys = rng.normal(size=(heads // group, width, d))
+    keys[0, :, 3:] = 0.0  # rank 3 of 6
+    u, _, vt = np.linalg.svd(rng.normal(size=(width, d)), full_matrices=False)
+    a[3] = u @ np.diag(np.logspace(0, -6, d)) @ vt  # condition number 10⁶
+    b = np.repeat(keys, group, axis=0)
+    # head 2's query space nearly orthogonal to its key space: ‖abᵀ‖ ≈ 10⁻² ‖a‖‖b‖
+    q, _ = np.linalg.qr(rng.normal(size=(width, 2 * d)))
+    a[2], b[2] = q[:, :d] + 1e-2 * q[:, d:], q[:, d:]
+    b[3] = b[2]  # a key head is shared by its group: heads 2 and 3 see one key head
+    maps = QKMaps(a, b, 1.0, 1.0, rotary, group)
+    sp = spectra(maps)
+    for h in range(heads):
+        want = np.linalg.svd(a[h] @ b[h].T, compute_uv=False)[0]
+        assert sp.at_zero[h] == pytest.approx(want, rel=1e-10)
+        if rotary:
+            top = np.linalg.svd(a[h], compute_uv=False)[0] * np.linalg.svd(
+                b[h], compute_uv=False)[0]
+            assert sp.bound[h] == pytest.approx(top, rel=1e-12)
+
+
 def test_every_score_lies_inside_the_bound_and_the_bound_is_reached():
     rng = np.random.default_rng(2)
     maps = _rope_maps(rng)

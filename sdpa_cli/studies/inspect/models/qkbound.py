@@ -96,23 +96,48 @@ class Spectra:
 def spectra(maps: QKMaps) -> Spectra:
     """Under RoPE the exact largest ‖a·R(δ)·bᵀ‖₂ over the offsets of n keys costs one SVD
     per head and offset (offset_norms: 0.3 s a layer for SmolLM2 at n = 128, more than its
-    forward); ‖a‖₂·‖b‖₂ bounds it at every offset for two SVDs per head (on SmolLM2 about
-    twice the exact largest over 128 offsets: still a bound, looser). So the bound needs no
-    RoPE frequencies, only whether q and k are rotated. Diagonal maps need no factorisation:
-    ‖diag(g)‖₂ = max |g| and ‖diag(g)·diag(h)‖₂ = max |g·h|."""
+    forward); ‖a‖₂·‖b‖₂ bounds it at every offset (on SmolLM2 about twice the exact largest
+    over 128 offsets: still a bound, looser). So the bound needs no RoPE frequencies, only
+    whether q and k are rotated. Each norm is the square root of a Gram matrix's largest
+    eigenvalue: ‖a‖₂² = λ_max(aᵀa), and with bᵀb = L·Lᵀ, ‖a·bᵀ‖₂² = λ_max(aᵀa·bᵀb) =
+    λ_max(Lᵀ·aᵀa·L), symmetric (a GEMM and one symmetric eigenvalue problem a head, where a QR
+    and an SVD cost about twice as much). The Gram matrices square the
+    condition number but not the largest eigenvalue's relative error: about ε·(‖a‖‖b‖/‖abᵀ‖)²,
+    10⁻¹⁵ at the ratios of real heads (tests/test_inspect_heads.py holds them to 10⁻¹³ of
+    NumPy's SVD). Diagonal maps need no factorisation: ‖diag(g)‖₂ = max |g| and
+    ‖diag(g)·diag(h)‖₂ = max |g·h|."""
     if maps.diagonal:
         ga = np.abs(np.diagonal(maps.a, axis1=1, axis2=2))
         gb = np.abs(np.diagonal(maps.b, axis1=1, axis2=2))
         zero: F64 = (ga * gb).max(axis=1)
         top: F64 = ga.max(axis=1) * gb.max(axis=1)
         return Spectra(zero, top if maps.rotary else zero, maps.radius_q, maps.radius_k)
-    ra, rb = _factors(maps)
-    zero = offset_norms(maps, None, np.zeros(1), (ra, rb))[:, 0]
+    gram_a = np.swapaxes(maps.a, -1, -2) @ maps.a
+    keys = maps.b[::maps.group]  # once per key head
+    gram_b = np.swapaxes(keys, -1, -2) @ keys
+    root = np.repeat(_root(gram_b), maps.group, axis=0)
+    zero = _sqrt_top(np.swapaxes(root, -1, -2) @ gram_a @ root)
     if not maps.rotary:
         return Spectra(zero, zero, maps.radius_q, maps.radius_k)
-    norm_b = np.repeat(np.linalg.svd(rb[::maps.group], compute_uv=False)[:, 0], maps.group)
-    product = np.linalg.svd(ra, compute_uv=False)[:, 0] * norm_b
-    return Spectra(zero, np.asarray(product, dtype=np.float64), maps.radius_q, maps.radius_k)
+    product = _sqrt_top(gram_a) * np.repeat(_sqrt_top(gram_b), maps.group)
+    return Spectra(zero, product, maps.radius_q, maps.radius_k)
+
+
+def _root(gram: F64) -> F64:
+    """L with L·Lᵀ = gram for each positive semi-definite matrix: Cholesky's, or, where one
+    is singular (a head of zeros, rank below d_k), V·√max(Λ, 0) from its eigenvectors."""
+    try:
+        out: F64 = np.asarray(np.linalg.cholesky(gram), dtype=np.float64)
+    except np.linalg.LinAlgError:
+        lam, vec = np.linalg.eigh(gram)
+        out = np.asarray(vec * np.sqrt(np.maximum(lam, 0.0))[..., None, :], dtype=np.float64)
+    return out
+
+
+def _sqrt_top(gram: F64) -> F64:
+    """√ of each symmetric positive semi-definite matrix's largest eigenvalue (≥ 0)."""
+    out: F64 = np.sqrt(np.maximum(np.linalg.eigvalsh(gram)[..., -1], 0.0))
+    return out
 
 
 def row_sigma(sp: Spectra, n: int) -> F64:
