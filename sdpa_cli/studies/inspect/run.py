@@ -17,6 +17,7 @@ from sdpa_cli.framework.common import assemble, skipped
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Result, Table, as_row
 from sdpa_cli.io.digest import input_sha256
+from sdpa_cli.numerics.order import median
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.inspect import interventions
 from sdpa_cli.studies.inspect.checkpoint import Weights
@@ -222,10 +223,12 @@ def tensor_types(got: Inputs) -> dict[str, dict[str, int]]:
 def _residual(kind: str, n: int, layer: int, lo: LayerOut, texts: int, got: Inputs
               ) -> ResidualRow:
     h = np.abs(lo.hidden[:texts])
-    seq, pos, channel = (int(i) for i in np.unravel_index(int(h.argmax()), h.shape))
-    return ResidualRow(weights=kind, seq_len=n, layer=layer, largest=float(h.max()),
-                       median_abs=float(np.median(h)), sequence=seq, position=pos,
-                       channel=channel, token=got.tok.label(int(got.ids[n][seq, pos])))
+    at = int(h.argmax())
+    largest = float(h.flat[at])
+    seq, pos, channel = (int(i) for i in np.unravel_index(at, h.shape))
+    return ResidualRow(weights=kind, seq_len=n, layer=layer, largest=largest,
+                       median_abs=median(h), sequence=seq, position=pos, channel=channel,
+                       token=got.tok.label(int(got.ids[n][seq, pos])))
 
 
 def _tokens(spec: InspectSpec, got: Inputs, induction: Induction | None) -> dict[str, Any]:

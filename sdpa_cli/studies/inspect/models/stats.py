@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdpa_cli.numerics.attention_grad import FROZEN_BELOW
+from sdpa_cli.numerics.order import median
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.studies.inspect.models import rowstats
 
@@ -348,7 +349,7 @@ def _median_rows(x: F64, wide: NDArray[np.bool_]) -> F64:
     for h in range(x.shape[0]):
         v = x[h][wide[h]]
         if v.size:
-            out[h] = float(np.median(v))
+            out[h] = median(v)
     return out
 
 
