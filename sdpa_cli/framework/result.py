@@ -27,6 +27,12 @@ class Column:
     wrap: bool = False
 
 
+def rule_keys(dim: str = "d_k") -> tuple[Column, Column]:
+    """The two columns that key a table of one row per (d_k, scaling rule), as most studies'
+    tables start: `dim` headed `dim`, and `scaling`, both kept on every terminal."""
+    return Column("dim", dim, "int", priority=0), Column("scaling", "scaling", "text", priority=0)
+
+
 def internal(default: Any) -> Any:
     """A typed-row field the study uses but never writes to a file (not a JSON field)."""
     return field(default=default, metadata={"json": False})

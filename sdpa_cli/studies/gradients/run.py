@@ -27,6 +27,7 @@ from sdpa_cli.framework.result import (
     as_row,
     internal,
     row_fields,
+    rule_keys,
 )
 from sdpa_cli.framework.wording import move
 from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, rule_params
@@ -70,8 +71,7 @@ FIELDS = row_fields(GradientRow)
 Row = Mapping[str, Any]  # a GradientRow or SlopeRow as its table holds it
 
 COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *rule_keys(),
     Column("score_std", "score sd", priority=1),
     Column("frozen_share", "frozen rows", "pct", priority=1),
     Column("starved_share", "starved rows", "pct", priority=2),
