@@ -15,16 +15,7 @@ from sdpa_cli.studies.saturation.rule_tables import headline
 from sdpa_cli.studies.saturation.saturation_rows import KeySlopeRow
 from sdpa_cli.studies.saturation.spec import SaturationFields
 
-SLOPE_COLUMNS = (
-    Column("dim", "d", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("quantity", "quantity", "text"),
-    Column("slope", "slope vs n"),
-    Column("slope_se", "se"),
-    Column("finite_n_theory_slope", "theory (these n)"),
-    Column("theory_slope", "theory (n → ∞)"),
-    Column("agrees", "within k·se", "text"),
-)
+SLOPE_COLUMNS = rtab.slope_columns(Column("dim", "d", "int"), "n")
 SWEEP_QUANTITIES = ("score_std", "self_score_mean", "max_prob", "entropy_ratio")
 JACOBIAN_QUANTITIES = (*SWEEP_QUANTITIES, "mean_frobenius")
 FIGURE_MAX_DIMS = 4  # one row of panels per d_k

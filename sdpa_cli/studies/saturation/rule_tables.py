@@ -15,19 +15,20 @@ from sdpa_cli.studies.saturation.saturation_rows import LeadingRow, SlopeRow
 from sdpa_cli.studies.saturation.slopes import Slope, fit_slope, theory_slope
 from sdpa_cli.studies.saturation.spec import SaturationFields
 
+
+def slope_columns(fixed: Column, over: str) -> tuple[Column, ...]:
+    """The columns of a table of slopes versus `over` (d or n) at each `fixed` n or d."""
+    return (fixed, Column("scaling", "scaling", "text"), Column("quantity", "quantity", "text"),
+            Column("slope", f"slope vs {over}"), Column("slope_se", "se"),
+            Column(f"finite_{over}_theory_slope", f"theory (these {over})"),
+            Column("theory_slope", f"theory ({over} → ∞)"),
+            Column("agrees", "within k·se", "text"))
+
+
 # --- source 4: the leading-key family (exact) ----------------------------------------------
 
 # The slope and leading-key tables of softmax-sweep and jacobian (same columns in both).
-SLOPE_COLUMNS = (
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("quantity", "quantity", "text"),
-    Column("slope", "slope vs d"),
-    Column("slope_se", "se"),
-    Column("finite_d_theory_slope", "theory (these d)"),
-    Column("theory_slope", "theory (d → ∞)"),
-    Column("agrees", "within k·se", "text"),
-)
+SLOPE_COLUMNS = slope_columns(Column("keys", "n", "int"), "d")
 LEADING_COLUMNS = (
     Column("keys", "n", "int"),
     Column("scaling", "scaling", "text"),
