@@ -14,7 +14,7 @@ from sdpa_cli.framework.common import canonical as _canonical
 from sdpa_cli.framework.common import finite as _finite
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.gradrows import WeightGrads
-from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row, rule_keys
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.bootstrap import median_interval
 from sdpa_cli.numerics.depth_trials import BlockValues, draw, stack_values
@@ -31,7 +31,7 @@ TERMINAL_ROWS = 40
 Key = tuple[int, str, str]  # (d_k, rule label, norm)
 
 COLUMNS = (
-    *rule_keys(),
+    *Column.rule_keys(),
     Column("norm", "norm", "text", priority=0),
     Column("layers", "L", "int", priority=1),
     Column("layer", "block", "int", priority=0),
@@ -44,7 +44,7 @@ COLUMNS = (
     Column("token_cosine", "token cos", "f3", priority=0),
 )
 STACK_COLUMNS = (
-    *rule_keys(),
+    *Column.rule_keys(),
     Column("norm", "norm", "text", priority=0),
     Column("layers", "L", "int", priority=0),
     Column("wq_ratio", "‖∂W_Q‖ last/first", priority=0),

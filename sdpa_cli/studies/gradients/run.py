@@ -27,7 +27,6 @@ from sdpa_cli.framework.result import (
     as_row,
     internal,
     row_fields,
-    rule_keys,
 )
 from sdpa_cli.framework.wording import move
 from sdpa_cli.numerics.attention_grad import FROZEN_BELOW, rule_params
@@ -71,7 +70,7 @@ FIELDS = row_fields(GradientRow)
 Row = Mapping[str, Any]  # a GradientRow or SlopeRow as its table holds it
 
 COLUMNS = (
-    *rule_keys(),
+    *Column.rule_keys(),
     Column("score_std", "score sd", priority=1),
     Column("frozen_share", "frozen rows", "pct", priority=1),
     Column("starved_share", "starved rows", "pct", priority=2),

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sdpa_cli.framework.result import Column, rule_keys
+from sdpa_cli.framework.result import Column
 from sdpa_cli.studies.train import recall
 from sdpa_cli.studies.train.rows import ClaimRow, RobustnessRow
 
@@ -17,7 +17,7 @@ PERTURB = 1e-12
 NUDGE_FLIP = "with the 1e-12 nudge"  # how a claim's robustness says the nudge flipped it
 
 COLUMNS = (
-    *rule_keys(),
+    *Column.rule_keys(),
     Column("optimiser", "opt.", "text", priority=0),
     Column("lr", "lr", priority=2),
     Column("final_loss", "loss", priority=0),

@@ -14,16 +14,7 @@ import numpy as np
 from sdpa_cli.framework.audit import selector_problem
 from sdpa_cli.framework.common import assemble, finite, row_lookup
 from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.framework.result import (
-    Check,
-    Column,
-    Figure,
-    Result,
-    Table,
-    as_row,
-    row_fields,
-    rule_keys,
-)
+from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row, row_fields
 from sdpa_cli.numerics.blocks import fold_blocks
 from sdpa_cli.numerics.rng import block_generator
 from sdpa_cli.numerics.scaling import Scaling
@@ -33,7 +24,7 @@ from sdpa_cli.studies.train.rows import SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec
 
 COLUMNS = (
-    *rule_keys(),
+    *Column.rule_keys(),
     Column("optimiser", "opt", "text", priority=0),
     Column("lr", "lr", priority=0),
     Column("steps_to_target_median", "steps to target (median)", priority=0),
@@ -49,7 +40,7 @@ COLUMNS = (
 )
 FIELDS = row_fields(TrainRow)
 SENSITIVITY_COLUMNS = (
-    *rule_keys(),
+    *Column.rule_keys(),
     Column("optimiser", "opt", "text", priority=0),
     Column("rates", "rates", "int", priority=1),
     Column("best_lr", "best lr", priority=1),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sdpa_cli.framework.result import Column, internal, row_fields, rule_keys
+from sdpa_cli.framework.result import Column, internal, row_fields
 
 COLUMNS = (
-    *rule_keys("d"),
+    *Column.rule_keys("d"),
     Column("mean", "mean", priority=3),
     Column("variance", "variance", priority=0),
     Column("theory_variance", "theory", priority=0),
@@ -56,7 +56,7 @@ FIELDS = row_fields(VarianceRow)
 
 
 HALF_COLUMNS = (
-    *rule_keys("d"),
+    *Column.rule_keys("d"),
     Column("largest_dot", "max |q·k|", priority=1),
     Column("overflow_after", "inf: factor after", priority=0),
     Column("overflow_split", "inf: split", priority=0),
