@@ -15,9 +15,6 @@ T = TypeVar("T")
 LOG_SPAN = 20.0  # a log axis only when the values span more than this factor
 
 
-def _arr(values: Sequence[Any]) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
-
 
 def _panels(data: Mapping[str, Any], rows: Sequence[T], opt: Callable[[T], str] = str
             ) -> tuple[Any, Iterator[tuple[T, int, Any]]]:
@@ -70,7 +67,7 @@ def _bands(ax: Any, data: Mapping[str, Any], dim: int, opt: str, what: str, alph
         if c is None:
             continue
         steps = np.asarray(c["steps"], dtype=float)
-        med, lo, hi = _arr(c[what]), _arr(c[f"{what}_lo"]), _arr(c[f"{what}_hi"])
+        med, lo, hi = (style.array(c[f"{what}{end}"]) for end in ("", "_lo", "_hi"))
         ax.fill_between(steps, lo, hi, color=style.color(i), alpha=alpha, lw=0)
         ax.plot(steps, med, color=style.color(i), label=label(i, c))
         seen.extend([*med, *lo, *hi])
@@ -121,10 +118,10 @@ def draw_loss_vs_lr(figure: Figure):
                           p["optimiser"]) == (dim, rule, opt)), key=lambda p: p["lr"])
             if not pts:
                 continue
-            lr = _arr([p["lr"] for p in pts])
-            med = _arr([p["final_loss_median"] for p in pts])
-            lo = _arr([p["final_loss_lo"] for p in pts])
-            hi = _arr([p["final_loss_hi"] for p in pts])
+            lr = style.array([p["lr"] for p in pts])
+            med = style.array([p["final_loss_median"] for p in pts])
+            lo = style.array([p["final_loss_lo"] for p in pts])
+            hi = style.array([p["final_loss_hi"] for p in pts])
             ax.errorbar(lr, med, yerr=[np.clip(med - lo, 0, None),
                                        np.clip(hi - med, 0, None)],
                         color=style.color(i), marker="o", ms=4, capsize=2,
