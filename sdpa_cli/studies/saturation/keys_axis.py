@@ -103,11 +103,8 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                     slope_se=finite(fit.se), method=fit.method, theory_slope=asym,
                     finite_n_theory_slope=finite(finite_th) if finite_th is not None else None,
                     agrees=agrees, theory_basis=basis))
-                if agrees is not None:
-                    checks.append(Check(
-                        f"d={d} {label} {name} slope vs n", bool(agrees),
-                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
-                        f"these n; pass: within {k:g} se", fields=("keys",)))
+                check = rtab.slope_vs_n_check(f"d={d} {label} {name}", measured, k, "theory")
+                checks += [check] if check else []
     return out, checks
 
 

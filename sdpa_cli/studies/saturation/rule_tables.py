@@ -129,6 +129,18 @@ def fit_with_theory(x: list[float], points: Sequence[Point], k: float
     return fit, finite_th, (fit.agrees(finite_th, k) if finite_th is not None else None)
 
 
+def slope_vs_n_check(name: str, measured: tuple[Slope, float | None, bool | None], k: float,
+                     exact: str) -> Check | None:
+    """The check of a slope versus n (fit_with_theory's `measured`) against the same fit
+    through the `exact` values, named `name` (None where there are no exact values)."""
+    fit, through_exact, agrees = measured
+    if agrees is None:
+        return None
+    return Check(f"{name} slope vs n", bool(agrees),
+                 f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs {exact} {through_exact:+.4f} at "
+                 f"these n; pass: within {k:g} se", fields=("keys",))
+
+
 def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                 quantities: Sequence[str], k: float) -> tuple[list[SlopeRow], list[Check]]:
     """Log-log slope of each headline quantity against d, per n and rule, with its se; the
