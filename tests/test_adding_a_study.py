@@ -156,6 +156,18 @@ def test_a_mistake_in_the_declaration_is_an_error_at_registration(tiny, old, new
     assert e.value.file and e.value.file.endswith("tiny/__init__.py") and e.value.line, str(e.value)
 
 
+def test_a_declaration_without_run_needs_a_run_module_that_defines_it(tiny):
+    # `run` and `documented_problem` left out are the run module's; one it lacks is named
+    assert registry.get("tiny").name == "tiny" and registry.get("tiny").run.__name__ == "run"
+    _plant(tiny, "run.py", "def run(spec: TinySpec", "def go(spec: TinySpec")
+    recipe.forget()
+    with pytest.raises(DeclarationError) as e:
+        registry.get("tiny")
+    assert e.value.field == "run" and e.value.file.endswith("tiny/__init__.py"), str(e.value)
+    assert "sdpa_cli.studies.tiny.run defines no run(): write it there, or give run= the " \
+           "function" in e.value.message and e.value.line
+
+
 @pytest.mark.parametrize("old, new, field", [
     ('study: Literal["tiny"] = "tiny"', 'study: Literal["tiny2"] = "tiny2"', "spec.study"),
     ("    se_tolerance: SeTolerance = 4.0\n", "", "spec.se_tolerance"),

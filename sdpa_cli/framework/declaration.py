@@ -75,22 +75,32 @@ class Flag:
     repeat: bool = False  # a list flag that may also be given again (`--text a --text b`)
 
 
-@dataclass(frozen=True)
+def _from_run_module(*_: Any) -> Any:
+    """The default of `run` and `documented_problem`: register puts the package's run
+    module's function of that name in its place."""
+    raise AssertionError("a Study is used as registry.get returns it, registered")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Study:
     """Everything sdpa derives a study's command, batch entry, schema row types, report
     section and figures from. A study package's __init__ holds exactly one, as STUDY."""
 
-    name: str  # the `study:` key of its specs and its command's name
+    # The `study:` key of its specs and its command's name: by default the package's, with
+    # `-` for `_` (filled in by register; a name given must be that one).
+    name: str = ""
     spec: type[SpecBase]  # its pydantic spec model; every flag is one of its fields
-    run: Callable[[Any, RunContext], Result]  # (spec, ctx) → Result; never prints or writes
+    # (spec, ctx) → Result; never prints or writes. By default the package's run.run.
+    run: Callable[[Any, RunContext], Result] = _from_run_module
     rows: tuple[type, ...]  # the frozen-dataclass row types its tables hold
     # Figure.kind → "module:function" (a module of the study's package, or a dotted name from
     # sdpa_cli.), resolved only to draw, so
     # matplotlib loads only then; checked (without importing) when the study is registered.
     figures: Mapping[str, str]
     cost: Callable[[Any], Cost]  # spec → work, memory and output (refused over budget)
-    # Why a documented entry names no row or quantity of this spec (None when it does).
-    documented_problem: Callable[[Any, Documented], str | None]
+    # Why a documented entry names no row or quantity of this spec (None when it does). By
+    # default the package's run.documented_problem.
+    documented_problem: Callable[[Any, Documented], str | None] = _from_run_module
     # Spec fields of small, fast runs (one per kind of input the study takes): the contract
     # test (tests/test_contract.py) runs every study with each of them.
     examples: tuple[Mapping[str, Any], ...]
@@ -158,11 +168,37 @@ class Study:
 
 def register(study: Study, package: str, summary: str) -> Study:
     """The declaration of `package`, checked: a mistake is an error now, not after a run."""
-    study = dataclasses.replace(study, package=package, summary=summary)
+    study = _by_convention(dataclasses.replace(study, package=package, summary=summary))
     for check in (_names, _topic, _spec_fields, _figures, _figure_kinds, _rows, _rate,
                   _example, _derived):
         check(study)
     return study
+
+
+def _by_convention(study: Study) -> Study:
+    """The declaration with what it left to convention filled in from its package: its name,
+    and `run` and `documented_problem` from the package's run module."""
+    study = dataclasses.replace(study, name=study.name or _leaf(study).replace("_", "-"))
+    module_name = f"{study.package}.run"
+    found = {}
+    for what in ("run", "documented_problem"):
+        if getattr(study, what) is not _from_run_module:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name != module_name:
+                raise
+            module = None
+        if not callable(getattr(module, what, None)):
+            _fail(study, what, f"{module_name} defines no {what}(): write it there, or give "
+                  f"{what}= the function")
+        found[what] = getattr(module, what)
+    return dataclasses.replace(study, **found)
+
+
+def _leaf(study: Study) -> str:
+    return study.package.rsplit(".", 1)[-1]
 
 
 def _relative(path: Path) -> str:
@@ -209,7 +245,7 @@ def _names(study: Study) -> None:
     if literal != study.name:
         _fail(study, "spec.study", f"the spec's `study:` is {literal!r}, not {study.name!r}; "
               f"write study: Literal[{study.name!r}] = {study.name!r}")
-    leaf = study.package.rsplit(".", 1)[-1]
+    leaf = _leaf(study)
     if leaf != study.name.replace("-", "_"):
         _fail(study, "name", f"the package is {leaf!r}; name it {study.name.replace('-', '_')!r}"
               f" or the study {leaf.replace('_', '-')!r}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import matplotlib
 import matplotlib.style
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -61,6 +62,12 @@ def new(width: float, height: float, rows: int = 1, cols: int = 1, *,
     axes = fig.subplots(rows if nrows is None else nrows, cols if ncols is None else ncols,
                         squeeze=False, **kw)
     return fig, axes
+
+
+def array(values: Any) -> np.ndarray:
+    """Numbers as a figure's data holds them (None where missing) as a float array, NaN for
+    None: matplotlib leaves a NaN point out."""
+    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
 def blank(width: float, height: float) -> ShownFigure:

@@ -26,6 +26,12 @@ class Column:
     # or leaving out the short columns beside it (report.terminal).
     wrap: bool = False
 
+    @classmethod
+    def rule_keys(cls, dim: str = "d_k") -> tuple[Column, Column]:
+        """The two columns that key a table of one row per (d_k, scaling rule), as most
+        studies' tables start: `dim` headed `dim`, and `scaling`, both kept on every terminal."""
+        return cls("dim", dim, "int", priority=0), cls("scaling", "scaling", "text", priority=0)
+
 
 def internal(default: Any) -> Any:
     """A typed-row field the study uses but never writes to a file (not a JSON field)."""

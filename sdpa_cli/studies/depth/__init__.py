@@ -1,22 +1,18 @@
 """The depth study: gradients and rank collapse through a stack of attention blocks."""
 
 from sdpa_cli.framework.declaration import Flag, Rate, Study
-from sdpa_cli.studies.depth import run
 from sdpa_cli.studies.depth.rows import DepthRow, StackRow
 from sdpa_cli.studies.depth.spec import DepthSpec, cost
 
 STUDY = Study(
-    name="depth",
     topic="depth",
     # fitted to its two shipped specs, each timed alone (the changelog has the runs)
     rate=Rate(2.3, 0.0),
     spec=DepthSpec,
-    run=run.run,
     rows=(DepthRow, StackRow),
     figures={"depth.grad_wq": "figures:draw_grad_wq", "depth.cosine": "figures:draw_cosine",
              "depth.frozen": "figures:draw_frozen"},
     cost=cost,
-    documented_problem=run.documented_problem,
     examples=({"layers": [1, 3], "dims": [4, 8], "d_model": 8, "keys": 5, "trials": 4},
               {"layers": [2], "dims": [4], "d_model": 8, "keys": 5, "trials": 4, "mlp": True,
                "causal": True, "norms": ["pre"], "scalings": ["qknorm", "softcap:5"]}),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -13,9 +12,6 @@ from sdpa_cli.framework.result import Figure
 NAMES = {"post": "Post-LN", "pre": "Pre-LN"}
 DASHES = ("-", "--", ":", "-.")  # one per d_k
 
-
-def _arr(values: Sequence[Any]) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
 def _panels(figure: Figure, key: str, se_key: str | None, ylabel: str, *, log: bool,
@@ -33,14 +29,14 @@ def _panels(figure: Figure, key: str, se_key: str | None, ylabel: str, *, log: b
             if s["norm"] != nm:
                 continue
             x = np.asarray(s["layer"], dtype=float)
-            y = _arr(s[key])
+            y = style.array(s[key])
             c = style.color(rules.index(s["scaling"]))
             ls = DASHES[dims.index(s["dim"]) % len(DASHES)]
             ok = np.isfinite(y) & ((y > 0) if log else True)
             ax.plot(x[ok], y[ok], ls=ls, marker="o", ms=3, lw=1.4, color=c,
                     label=f"{s['scaling']}, d_k = {s['dim']}")
             if se_key is not None:
-                se = 2.0 * _arr(s[se_key])
+                se = 2.0 * style.array(s[se_key])
                 lo = np.maximum(y - se, y * 1e-3) if log else y - se
                 ax.fill_between(x[ok], lo[ok], (y + se)[ok], color=c, alpha=0.15, lw=0)
         if log:

@@ -31,8 +31,7 @@ TERMINAL_ROWS = 40
 Key = tuple[int, str, str]  # (d_k, rule label, norm)
 
 COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys(),
     Column("norm", "norm", "text", priority=0),
     Column("layers", "L", "int", priority=1),
     Column("layer", "block", "int", priority=0),
@@ -45,8 +44,7 @@ COLUMNS = (
     Column("token_cosine", "token cos", "f3", priority=0),
 )
 STACK_COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys(),
     Column("norm", "norm", "text", priority=0),
     Column("layers", "L", "int", priority=0),
     Column("wq_ratio", "‖∂W_Q‖ last/first", priority=0),

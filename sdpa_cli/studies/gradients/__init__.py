@@ -5,16 +5,13 @@ from sdpa_cli.studies.gradients import run, theory
 from sdpa_cli.studies.gradients.spec import GradientsSpec, cost
 
 STUDY = Study(
-    name="gradients",
     topic="gradients",
     # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.1, 0.62),
     spec=GradientsSpec,
-    run=run.run,
     rows=(run.GradientRow, theory.SlopeRow),
     figures={"gradients.norms": "figures:draw_norms", "gradients.frozen": "figures:draw_frozen"},
     cost=cost,
-    documented_problem=run.documented_problem,
     examples=({"dims": [16, 64], "trials": 20, "keys": 8, "d_model": 32},),
     description="Gradients through one attention layer at initialisation, versus d_k, per rule.",
     usage=("sdpa gradients --dims 16 64 256 1024 --scalings none sqrt linear",

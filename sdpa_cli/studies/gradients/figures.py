@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,9 +14,6 @@ PANELS = (("wq", "‖∂L/∂W_Q‖_F"), ("wk", "‖∂L/∂W_K‖_F"), ("wv", "
           ("x", "‖∂L/∂X‖_F"))
 NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "x": "X"}
 
-
-def _arr(values: Sequence[Any]) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
 def _dim_ticks(ax: Axes, dims: list[float]) -> None:
@@ -34,7 +30,8 @@ COLLAPSE_DECADES = 3.0
 
 
 def _collapsed(s: dict[str, Any]) -> bool:
-    values = np.concatenate([_arr(s[k][m]) for k in ("wq", "wk") for m in ("mean", "median")])
+    values = np.concatenate([style.array(s[k][m]) for k in ("wq", "wk")
+                             for m in ("mean", "median")])
     values = values[np.isfinite(values) & (values > 0)]
     return values.size > 1 and float(np.log10(values.max() / values.min())) > COLLAPSE_DECADES
 
@@ -47,7 +44,7 @@ def _panel(ax: Axes, key: str, label: str, series: list[dict[str, Any]], dims: l
     for i in shown:
         s, c = series[i], style.color(i)
         x = np.asarray(s["dims"], dtype=float)
-        mean, se, med = (_arr(s[key][k]) for k in ("mean", "se", "median"))
+        mean, se, med = (style.array(s[key][k]) for k in ("mean", "se", "median"))
         ok = np.isfinite(mean) & (mean > 0)
         # On log axes a bar reaching below zero is drawn down to just above zero.
         low = np.minimum(2.0 * se, mean * 0.999)
@@ -115,7 +112,7 @@ def draw_frozen(figure: Figure) -> Any:  # a matplotlib Figure
     for i, s in enumerate(series):
         x = np.asarray(s["dims"], dtype=float)
         # in percent, as the table and the findings show the share
-        share, se = 100.0 * _arr(s["frozen"]), 100.0 * _arr(s["frozen_se"])
+        share, se = 100.0 * style.array(s["frozen"]), 100.0 * style.array(s["frozen_se"])
         ax.errorbar(x, share, yerr=2.0 * se, fmt="o-", color=style.color(i), ms=4, lw=1.3,
                     capsize=3, label=s["scaling"])
     _dim_ticks(ax, dims)

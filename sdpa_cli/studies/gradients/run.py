@@ -70,8 +70,7 @@ FIELDS = row_fields(GradientRow)
 Row = Mapping[str, Any]  # a GradientRow or SlopeRow as its table holds it
 
 COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys(),
     Column("score_std", "score sd", priority=1),
     Column("frozen_share", "frozen rows", "pct", priority=1),
     Column("starved_share", "starved rows", "pct", priority=2),

@@ -1,14 +1,12 @@
 """The inspect study: attention statistics of real checkpoints (safetensors, GGUF) on text."""
 
 from sdpa_cli.framework.declaration import Flag, Study
-from sdpa_cli.studies.inspect import inputs, rows, run, tiny
+from sdpa_cli.studies.inspect import inputs, rows, tiny
 from sdpa_cli.studies.inspect.spec import InspectSpec
 
 STUDY = Study(
-    name="inspect",
     topic="inspect",
     spec=InspectSpec,
-    run=run.run,
     rows=(rows.HeadRow, rows.LayerRow, rows.SummaryRow, rows.ResidualRow,
           rows.InterventionRow),
     figures={"inspect.heatmaps": "figures:draw_heatmaps", "inspect.pooled": "figures:draw_pooled",
@@ -17,7 +15,6 @@ STUDY = Study(
              "inspect.head_types": "figures:draw_head_types",
              "inspect.scale_loss": "figures:draw_scale_loss"},
     cost=inputs.cost,
-    documented_problem=run.documented_problem,
     examples=({"seq_len": [8, 16], "sequences": 2},
               {"seq_len": [12], "sequences": 2, "weights": "init", "scalings": ["none", "sqrt"]}),
     example_files=tiny.example_files,

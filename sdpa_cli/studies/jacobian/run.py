@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,16 +10,10 @@ import numpy as np
 from sdpa_cli.framework.common import finite, law_of
 from sdpa_cli.framework.context import SERIAL, RunContext
 from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
-from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms, softmax
+from sdpa_cli.numerics.softmax import entropy, jacobian, jacobian_norms
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.jacobian import peaks as peaks_of
-from sdpa_cli.studies.saturation import (
-    gauss_slopes,
-    keys_axis,
-    score_text,
-    vector_grid,
-)
-from sdpa_cli.studies.saturation import rule_tables as rtab
+from sdpa_cli.studies.saturation import gauss_slopes, score_run, vector_grid
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
 from sdpa_cli.studies.saturation import score_rows as sat
@@ -80,8 +73,6 @@ PEAK_COLUMNS = (
 )
 
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "mean_frobenius")
-SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
-LEADING_COLUMNS = rtab.LEADING_COLUMNS
 FIELDS = JACOBIAN_FIELDS  # by score source
 
 SMALL_MATRIX = 12  # J itself is drawn (and kept in the figure data) up to this many keys
@@ -92,73 +83,29 @@ def documented_problem(spec: JacobianSpec, entry: Documented) -> str | None:
 
 
 def run(spec: JacobianSpec, ctx: RunContext = SERIAL) -> Result:
-    source = spec.score_source
-    checks: list[Check] = []
-    tables: list[Table] = []
-    notes: list[str] = []
-    rows: Sequence[Mapping[str, Any]]
-    found_peaks: list[Mapping[str, Any]] = []
-    if source == "leading":
-        leading = rtab.leading_rows(spec)
-        rows = [as_row(r) for r in leading]
-        columns: tuple[Column, ...] = LEADING_COLUMNS
-        figures = [rtab.leading_figure(spec, leading)]
-        title = "Softmax Jacobian with one key leading n − 1 ties, versus n (exact)"
-    elif source == "explicit":
-        explicit = _explicit_rows(spec)
-        rows = [as_row(r) for r in explicit]
-        columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
-        figures = [_vs_scale_figure(spec, explicit)] if ctx.figures else []
-        title = "Softmax Jacobian of explicit scores as they are scaled"
-    elif source == "vectors":
-        vector, checks, figures = _vector_run(spec, ctx)
-        rows = [as_row(r) for r in vector]
-        more_tables, more_checks, more_figures = keys_axis.coordinate_checks(
-            spec, rows, d_quantities=SLOPE_QUANTITIES, d_columns=SLOPE_COLUMNS,
-            jacobian=True, se_tolerance=spec.se_tolerance)
-        tables += more_tables
-        checks += more_checks
-        figures += more_figures
-        columns = VECTOR_COLUMNS
-        title = keys_axis.table_title("Softmax Jacobian", spec)
-        if spec.mask == "causal":
-            notes.append("causal mask: the first query has one key, so its J is exactly 0.")
-    else:
-        gaussian, checks, peaks = _gaussian_run(spec, ctx)
-        rows = [as_row(r) for r in gaussian]
-        columns = GAUSSIAN_COLUMNS
-        title = "Softmax Jacobian of n iid N(0, s²) scores versus s"
-        found_peaks = [as_row(p) for p in peaks]
-        tables.append(Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
-                            tuple(found_peaks)))
-        more_tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=True)
-        tables += more_tables
-        checks += more_checks
-        figures = [_vs_std_figure(spec, gaussian, peaks)]
-        if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
-            figures.append(_phase_figure(spec, gaussian, peaks))
-        notes.extend(peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])))
-    return score_text.assembled(spec, ctx, study="jacobian", table="jacobian", title=title,
-                                columns=columns, rows=rows, checks=checks, notes=notes,
-                                figures=figures, tables=tables, jacobian=True, peaks=found_peaks)
+    return score_run.run(
+        spec, ctx, study="jacobian", table="jacobian", jacobian=True,
+        leading_title="Softmax Jacobian with one key leading n − 1 ties, versus n (exact)",
+        explicit=_explicit, vectors=_vectors, gaussian=_gaussian)
 
 
 # --- source 1 -----------------------------------------------------------------------------
 
 
+def _explicit(spec: JacobianSpec, ctx: RunContext) -> score_run.Part:
+    explicit = _explicit_rows(spec)
+    return score_run.Part([as_row(r) for r in explicit],
+                          EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS,
+                          "Softmax Jacobian of explicit scores as they are scaled",
+                          figures=[_vs_scale_figure(spec, explicit)] if ctx.figures else [])
+
+
 def _explicit_rows(spec: JacobianSpec) -> list[JacobianExplicitRow]:
-    z = np.asarray(spec.scores, dtype=float)
     rows = []
-    for m in shared.multipliers(spec):
-        zz, c = shared.explicit_input(z, m)
-        p = softmax(zz, c)
+    for first, zz, c, p in shared.explicit_softmax(spec):
         norms = jacobian_norms(p)
         rows.append(JacobianExplicitRow(
-            key=shared.explicit_key(spec, m),
-            temperature=finite(1.0 / m.scale),
-            scores=[finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
-            probs=p.tolist(),
-            max_prob=float(p.max()),
+            **first,
             max_abs_jacobian=float(norms["max_abs"]),
             frobenius=float(norms["frobenius"]),
             spectral=float(sat.jacobian_spectral(p)[0]),
@@ -190,6 +137,16 @@ def _vs_scale_figure(spec: JacobianSpec, rows: list[JacobianExplicitRow]) -> Fig
 
 
 # --- source 2 -----------------------------------------------------------------------------
+
+
+def _vectors(spec: JacobianSpec, ctx: RunContext) -> score_run.Part:
+    vector, checks, figures = _vector_run(spec, ctx)
+    part = score_run.vectors_part(spec, [as_row(r) for r in vector], VECTOR_COLUMNS,
+                                  "Softmax Jacobian", checks=checks, figures=figures,
+                                  d_quantities=SLOPE_QUANTITIES, jacobian=True)
+    if spec.mask == "causal":
+        part.notes.append("causal mask: the first query has one key, so its J is exactly 0.")
+    return part
 
 
 def _vector_run(spec: JacobianSpec, ctx: RunContext
@@ -244,6 +201,23 @@ def _vs_dim_figure(spec: JacobianSpec, rows: list[JacobianVectorRow]) -> Figure:
 # --- source 3 -----------------------------------------------------------------------------
 
 
+def _gaussian(spec: JacobianSpec, ctx: RunContext) -> score_run.Part:
+    gaussian, checks, peaks = _gaussian_run(spec, ctx)
+    rows = [as_row(r) for r in gaussian]
+    found_peaks = [as_row(p) for p in peaks]
+    tables = [Table("peaks", "Where the mean ‖J‖_F peaks, per n", PEAK_COLUMNS,
+                    tuple(found_peaks))]
+    more_tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=True)
+    figures = [_vs_std_figure(spec, gaussian, peaks)]
+    if len(spec.key_list) >= 2 and len(spec.score_stds or []) >= 3:
+        figures.append(_phase_figure(spec, gaussian, peaks))
+    return score_run.Part(rows, GAUSSIAN_COLUMNS,
+                          "Softmax Jacobian of n iid N(0, s²) scores versus s",
+                          checks + more_checks, figures,
+                          peaks_of.peak_notes(peaks, min(spec.score_stds or [0.0])),
+                          tables + more_tables, found_peaks)
+
+
 def _gaussian_run(spec: JacobianSpec, ctx: RunContext
                   ) -> tuple[list[JacobianGaussianRow], list[Check], list[PeakRow]]:
     rows: list[JacobianGaussianRow] = []
@@ -271,20 +245,15 @@ def _gaussian_run(spec: JacobianSpec, ctx: RunContext
 
 def _vs_std_figure(spec: JacobianSpec, rows: list[JacobianGaussianRow],
                    peaks: list[PeakRow]) -> Figure:
-    curves = []
-    for n, peak in zip(spec.key_list, peaks, strict=True):
-        pts = [r for r in rows if r.keys == n]
-        curves.append({
-            "keys": n,
-            "score_std": [r.score_std for r in pts],
-            "mean_frobenius": [r.stats.mean_frobenius for r in pts],
-            "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
-            "median_frobenius": [r.median_frobenius for r in pts],
-            "uniform": sat.uniform_frobenius(n),
-            "freezing": sat.freezing_std(n),
-            "s_star": peak.s_star, "peak": peak.fitted_peak,
-            "at_edge": peak.at_edge,
-        })
+    peak_of = dict(zip(spec.key_list, peaks, strict=True))
+    curves = shared.vs_std_curves(spec, rows, lambda n, pts: {
+        "mean_frobenius": [r.stats.mean_frobenius for r in pts],
+        "mean_frobenius_se": [r.stats.mean_frobenius_se for r in pts],
+        "median_frobenius": [r.median_frobenius for r in pts],
+        "uniform": sat.uniform_frobenius(n),
+        "freezing": sat.freezing_std(n),
+        "s_star": peak_of[n].s_star, "peak": peak_of[n].fitted_peak,
+        "at_edge": peak_of[n].at_edge})
     return Figure("frobenius_vs_std", "saturation.frobenius_vs_std",
                   "Mean ‖J‖_F of softmax of n iid N(0, s²) scores versus s",
                   {"curves": curves, "trials": spec.trials, "se_k": 2.0},

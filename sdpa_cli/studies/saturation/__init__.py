@@ -1,5 +1,10 @@
 """What softmax-sweep and jacobian share: the score sources, their cells, rows and figures."""
 
+from typing import Any
+
+from sdpa_cli.framework.declaration import Flag
+from sdpa_cli.studies.saturation import cost
+
 SAT = "sdpa_cli.studies.saturation."
 # Figure.kind → renderer, for both studies (each draws the kinds its score source makes).
 FIGURES: dict[str, str] = {
@@ -28,3 +33,11 @@ EXAMPLES = ({"scores": [1.0, 0.5, 0.0, -0.5], "scales": [1.0, 5.0]},
             {"dims": [16, 64], "keys": [8], "trials": 60},
             {"score_stds": [0.5, 2.0], "keys": [16], "trials": 60},
             {"margin": 2.0, "keys": [4, 8], "dim": 16})
+# What both declarations state alike: `Study(**SHARED, ...)` adds what is each one's own.
+SHARED: dict[str, Any] = {"topic": "rules", "figures": FIGURES, "cost": cost.cost,
+                          "examples": EXAMPLES}
+
+
+def flags(without: str) -> dict[str, Flag]:
+    """The score-source fields' flags, but the one field the command has none for."""
+    return {k: Flag(v) for k, v in METAVARS.items() if k != without}

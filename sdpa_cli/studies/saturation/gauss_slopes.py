@@ -100,11 +100,8 @@ def slope_rows(keys: list[int], stds: list[float], rows: Sequence[Mapping[str, A
                 rem_slope=finite(rem) if rem is not None else None,
                 theory_slope=LIMITS[name][0], agrees=agrees,
                 theory_basis=_basis(name, s, ns, exact_slope is not None)))
-            if agrees is not None:
-                checks.append(Check(
-                    f"s={s:g} {name} slope vs n", bool(agrees),
-                    f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs exact {exact_slope:+.4f} at "
-                    f"these n; pass: within {k:g} se", fields=("keys",)))
+            check = rtab.slope_vs_n_check(f"s={s:g} {name}", measured, k, "exact")
+            checks += [check] if check else []
     return out, checks
 
 

@@ -12,7 +12,6 @@ from sdpa_cli.framework.result import Figure
 from sdpa_cli.studies.saturation.saturation_figures import (
     LINES,
     MARKERS,
-    as_array,
     cell_edges,
     log_y,
     value_ticks,
@@ -77,10 +76,10 @@ def draw_jacobian_vs_dim(figure: Figure):
         j = keys.index(c["keys"])
         label = c["formula"] + (f", n = {c['keys']}" if len(keys) > 1 else "")
         dims = np.asarray(c["dims"], dtype=float)
-        ax.errorbar(dims, as_array(c["mean_frobenius"]), yerr=k * as_array(c["mean_frobenius_se"]),
-                    color=color, marker=MARKERS[j % len(MARKERS)], ls="-", capsize=3,
-                    label=f"{label}: mean")
-        ax.plot(dims, as_array(c["median_frobenius"]), color=color, ls=":", lw=1.2,
+        ax.errorbar(dims, style.array(c["mean_frobenius"]),
+                    yerr=k * style.array(c["mean_frobenius_se"]), color=color,
+                    marker=MARKERS[j % len(MARKERS)], ls="-", capsize=3, label=f"{label}: mean")
+        ax.plot(dims, style.array(c["median_frobenius"]), color=color, ls=":", lw=1.2,
                 marker=MARKERS[j % len(MARKERS)], mfc="none", label=f"{label}: median")
     for j, n in enumerate(keys):
         ax.axhline(data["uniform"][n], color="0.4", lw=1, ls=LINES[j % len(LINES)])
@@ -118,12 +117,12 @@ def draw_frobenius_vs_std(figure: Figure):
     colors = _curve_colors(len(curves))
     for color, c in zip(colors, curves, strict=True):
         s = np.asarray(c["score_std"], dtype=float)
-        mean = as_array(c["mean_frobenius"])
-        se = as_array(c["mean_frobenius_se"])
+        mean = style.array(c["mean_frobenius"])
+        se = style.array(c["mean_frobenius_se"])
         ax.plot(s, mean, color=color, marker="o", ms=3.5, label=f"n = {c['keys']}")
         ax.fill_between(s, mean - k * se, mean + k * se, color=color, alpha=0.25, lw=0)
         if few:
-            ax.plot(s, as_array(c["median_frobenius"]), color=color, ls=":", lw=1.0, alpha=0.8)
+            ax.plot(s, style.array(c["median_frobenius"]), color=color, ls=":", lw=1.0, alpha=0.8)
         # the s → 0 limit, as a short stub at the left edge where the curves start from it
         ax.axhline(c["uniform"], xmin=0.0, xmax=0.06, color=color, lw=2.5)
         # the freezing point, as a tick on the top edge (vertical lines would crowd)
@@ -171,7 +170,7 @@ def draw_phase_diagram(figure: Figure):
     edge = [p for p in stars if p["at_edge"]]
     mark_colors = ("#7CFC00", "#ff7f0e", "#e377c2", "#17becf", "#bcbd22")
     for ax, key, title, bar_label, cmap in panels:
-        values = np.array([as_array(r) for r in data[key]], dtype=float)
+        values = np.array([style.array(r) for r in data[key]], dtype=float)
         mesh = ax.pcolormesh(xe, ye, np.ma.masked_invalid(values), cmap=cmap, vmin=0.0,
                              vmax=1.0, shading="flat")
         fig.colorbar(mesh, ax=ax, label=bar_label, shrink=0.9)

@@ -15,16 +15,7 @@ from sdpa_cli.studies.saturation.rule_tables import headline
 from sdpa_cli.studies.saturation.saturation_rows import KeySlopeRow
 from sdpa_cli.studies.saturation.spec import SaturationFields
 
-SLOPE_COLUMNS = (
-    Column("dim", "d", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("quantity", "quantity", "text"),
-    Column("slope", "slope vs n"),
-    Column("slope_se", "se"),
-    Column("finite_n_theory_slope", "theory (these n)"),
-    Column("theory_slope", "theory (n → ∞)"),
-    Column("agrees", "within k·se", "text"),
-)
+SLOPE_COLUMNS = rtab.slope_columns(Column("dim", "d", "int"), "n")
 SWEEP_QUANTITIES = ("score_std", "self_score_mean", "max_prob", "entropy_ratio")
 JACOBIAN_QUANTITIES = (*SWEEP_QUANTITIES, "mean_frobenius")
 FIGURE_MAX_DIMS = 4  # one row of panels per d_k
@@ -112,11 +103,8 @@ def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],
                     slope_se=finite(fit.se), method=fit.method, theory_slope=asym,
                     finite_n_theory_slope=finite(finite_th) if finite_th is not None else None,
                     agrees=agrees, theory_basis=basis))
-                if agrees is not None:
-                    checks.append(Check(
-                        f"d={d} {label} {name} slope vs n", bool(agrees),
-                        f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs theory {finite_th:+.4f} at "
-                        f"these n; pass: within {k:g} se", fields=("keys",)))
+                check = rtab.slope_vs_n_check(f"d={d} {label} {name}", measured, k, "theory")
+                checks += [check] if check else []
     return out, checks
 
 

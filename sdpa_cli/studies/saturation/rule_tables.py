@@ -15,19 +15,20 @@ from sdpa_cli.studies.saturation.saturation_rows import LeadingRow, SlopeRow
 from sdpa_cli.studies.saturation.slopes import Slope, fit_slope, theory_slope
 from sdpa_cli.studies.saturation.spec import SaturationFields
 
+
+def slope_columns(fixed: Column, over: str) -> tuple[Column, ...]:
+    """The columns of a table of slopes versus `over` (d or n) at each `fixed` n or d."""
+    return (fixed, Column("scaling", "scaling", "text"), Column("quantity", "quantity", "text"),
+            Column("slope", f"slope vs {over}"), Column("slope_se", "se"),
+            Column(f"finite_{over}_theory_slope", f"theory (these {over})"),
+            Column("theory_slope", f"theory ({over} → ∞)"),
+            Column("agrees", "within k·se", "text"))
+
+
 # --- source 4: the leading-key family (exact) ----------------------------------------------
 
 # The slope and leading-key tables of softmax-sweep and jacobian (same columns in both).
-SLOPE_COLUMNS = (
-    Column("keys", "n", "int"),
-    Column("scaling", "scaling", "text"),
-    Column("quantity", "quantity", "text"),
-    Column("slope", "slope vs d"),
-    Column("slope_se", "se"),
-    Column("finite_d_theory_slope", "theory (these d)"),
-    Column("theory_slope", "theory (d → ∞)"),
-    Column("agrees", "within k·se", "text"),
-)
+SLOPE_COLUMNS = slope_columns(Column("keys", "n", "int"), "d")
 LEADING_COLUMNS = (
     Column("keys", "n", "int"),
     Column("scaling", "scaling", "text"),
@@ -126,6 +127,18 @@ def fit_with_theory(x: list[float], points: Sequence[Point], k: float
         th_se = [t * e / m for t, e, m in zip(th, se, y, strict=True)] if use_se else None
         finite_th = fit_slope(x, th, th_se).slope
     return fit, finite_th, (fit.agrees(finite_th, k) if finite_th is not None else None)
+
+
+def slope_vs_n_check(name: str, measured: tuple[Slope, float | None, bool | None], k: float,
+                     exact: str) -> Check | None:
+    """The check of a slope versus n (fit_with_theory's `measured`) against the same fit
+    through the `exact` values, named `name` (None where there are no exact values)."""
+    fit, through_exact, agrees = measured
+    if agrees is None:
+        return None
+    return Check(f"{name} slope vs n", bool(agrees),
+                 f"slope {fit.slope:+.4f} ± {fit.se:.2g} vs {exact} {through_exact:+.4f} at "
+                 f"these n; pass: within {k:g} se", fields=("keys",))
 
 
 def slope_table(spec: SaturationFields, rows: Sequence[Mapping[str, Any]],

@@ -48,9 +48,7 @@ def draw_rem_participation(figure: Figure):
     for i, c in enumerate(data["curves"]):
         color = style.color(i)
         s = np.asarray(c["score_std"], dtype=float)
-        y = np.asarray([np.nan if v is None else v for v in c["mean_participation"]], dtype=float)
-        se = np.asarray([np.nan if v is None else v for v in c["mean_participation_se"]],
-                        dtype=float)
+        y, se = style.array(c["mean_participation"]), style.array(c["mean_participation_se"])
         ax.errorbar(s, y, yerr=k * se, color=color, marker="o", ms=4, capsize=2,
                     label=f"n = {c['keys']}: measured")
         grid = np.geomspace(s.min(), s.max(), 200)
@@ -68,9 +66,6 @@ def draw_rem_participation(figure: Figure):
     fig.suptitle(f"{figure.title} — {data['trials']} rows per point, bars ± {k:g} se")
     return fig
 
-
-def _arr(values) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
 def draw_vs_keys(figure: Figure):
@@ -91,15 +86,16 @@ def draw_vs_keys(figure: Figure):
             kw = {"color": style.color(i), "marker": MARKERS[i % len(MARKERS)], "ms": 5,
                   "capsize": 2, "label": f"{c['scaling']}: {c['formula']}",
                   "mfc": "none" if i % 2 else style.color(i)}  # open markers: ties show
-            ax_max.errorbar(n, _arr(c["max_prob"]), yerr=k * _arr(c["max_prob_se"]), **kw)
-            ax_ent.errorbar(n, _arr(c["entropy_ratio"]), yerr=k * _arr(c["entropy_ratio_se"]),
-                            **kw)
+            ax_max.errorbar(n, style.array(c["max_prob"]),
+                            yerr=k * style.array(c["max_prob_se"]), **kw)
+            ax_ent.errorbar(n, style.array(c["entropy_ratio"]),
+                            yerr=k * style.array(c["entropy_ratio_se"]), **kw)
             if jac:
-                ax_third.errorbar(n, _arr(c["frobenius"]), yerr=k * _arr(c["frobenius_se"]),
-                                  **kw)
+                ax_third.errorbar(n, style.array(c["frobenius"]),
+                                  yerr=k * style.array(c["frobenius_se"]), **kw)
             else:
-                ax_third.plot(n, _arr(c["score_std"]), color=kw["color"], marker=kw["marker"],
-                              ms=5, mfc=kw["mfc"])
+                ax_third.plot(n, style.array(c["score_std"]), color=kw["color"],
+                              marker=kw["marker"], ms=5, mfc=kw["mfc"])
         ax_max.plot(grid, 1.0 / grid, color="0.4", ls="--", lw=1.0, label="uniform: 1/n")
         if jac:
             ax_third.plot(grid, np.sqrt(grid - 1.0) / grid, color="0.4", ls="--", lw=1.0)

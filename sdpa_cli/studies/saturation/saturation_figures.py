@@ -15,10 +15,6 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINES = ("-", "--", ":", "-.")
 
 
-def as_array(values: Sequence[Any]) -> np.ndarray:
-    """JSON-style numbers (None for missing) as a float array with NaN."""
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
-
 
 def log_y(ax) -> None:
     """A log y axis when something positive is drawn, lines or bars; linear otherwise (a log
@@ -121,15 +117,15 @@ def draw_vs_dim(figure: Figure):
         dims = np.asarray(c["dims"], dtype=float)
         kw = {"color": color, "marker": MARKERS[j % len(MARKERS)], "ls": LINES[j % len(LINES)],
               "ms": 5, "capsize": 3, "label": label}
-        ax_max.errorbar(dims, as_array(c["mean_max_prob"]),
-                        yerr=k * as_array(c["mean_max_prob_se"]), **kw)
-        ax_ent.errorbar(dims, as_array(c["mean_entropy"]),
-                        yerr=k * as_array(c["mean_entropy_se"]), **kw)
+        ax_max.errorbar(dims, style.array(c["mean_max_prob"]),
+                        yerr=k * style.array(c["mean_max_prob_se"]), **kw)
+        ax_ent.errorbar(dims, style.array(c["mean_entropy"]),
+                        yerr=k * style.array(c["mean_entropy_se"]), **kw)
         if c.get("limit_max_prob") is not None:
             ax_max.axhline(c["limit_max_prob"], color=color, ls=(0, (4, 3)), lw=1, alpha=0.8)
-        ax_s.plot(dims, as_array(c["implied_score_std"]), color=color,
+        ax_s.plot(dims, style.array(c["implied_score_std"]), color=color,
                   marker=MARKERS[j % len(MARKERS)], ls=LINES[j % len(LINES)], label=label)
-        self_mean = as_array(c.get("implied_self_score_mean") or [])
+        self_mean = style.array(c.get("implied_self_score_mean") or [])
         if self_mean.size and np.isfinite(self_mean).any():
             ax_s.plot(dims, np.abs(self_mean), color=color, ls=(0, (4, 3)), lw=1, marker="x")
     for j, n in enumerate(keys):
@@ -154,7 +150,7 @@ def draw_vs_dim(figure: Figure):
         ax_max.plot([], [], color="0.3", ls=(0, (4, 3)), lw=1, label="d → ∞ limit (÷d, cosine)")
     ax_ent.set_title("mean entropy of a row (nats)")
     ax_s.set_title("score spread each rule implies (theory)")
-    if any(as_array(c.get("implied_self_score_mean") or []).size for c in curves):
+    if any(style.array(c.get("implied_self_score_mean") or []).size for c in curves):
         # colours are named in the first panel; here only what the two line styles mean
         solid = ax_s.plot([], [], color="0.3", marker="o", label="std of an off-diagonal score")
         dashed = ax_s.plot([], [], color="0.3", ls=(0, (4, 3)), marker="x", lw=1,
@@ -189,7 +185,7 @@ def draw_attention_picture(figure: Figure):
     fig, axes = style.new(14.0, 3.9 * len(panels) + 0.5, len(panels), 3)
     ticks = np.arange(n)
     for row, panel in zip(axes, panels, strict=True):
-        scores = as_array([v for r in panel["scores"] for v in r]).reshape(n, n)
+        scores = style.array([v for r in panel["scores"] for v in r]).reshape(n, n)
         masked = np.ma.masked_invalid(scores)
         # Each score panel has its own colour bar: under one shared scale the scaled
         # scores (std ≈ 1 against ≈ 8) look blank. The bar's numbers carry the size.
@@ -260,9 +256,8 @@ def draw_vs_std(figure: Figure):
     for i, c in enumerate(data["curves"]):
         color = style.color(i)
         s = np.asarray(c["score_std"], dtype=float)
-        ax_max.errorbar(s, as_array(c["mean_max_prob"]), yerr=k * as_array(c["mean_max_prob_se"]),
-                        color=color, marker="o", ms=4, capsize=2, label=f"n = {c['keys']}")
-        ax_ent.errorbar(s, as_array(c["mean_entropy"]), yerr=k * as_array(c["mean_entropy_se"]),
+        for ax, what in ((ax_max, "mean_max_prob"), (ax_ent, "mean_entropy")):
+            ax.errorbar(s, style.array(c[what]), yerr=k * style.array(c[f"{what}_se"]),
                         color=color, marker="o", ms=4, capsize=2, label=f"n = {c['keys']}")
         grid = np.asarray(c["grid"], dtype=float)
         theory = np.asarray(c["small_s"], dtype=float)

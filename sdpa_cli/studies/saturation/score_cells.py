@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +16,7 @@ from sdpa_cli.framework.result import Check, as_row
 from sdpa_cli.numerics import theory
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling
+from sdpa_cli.numerics.softmax import softmax
 from sdpa_cli.spec.common import Documented
 from sdpa_cli.studies.saturation import rule_theory as rt
 from sdpa_cli.studies.saturation.additive import additive_score_var
@@ -68,6 +69,32 @@ def explicit_key(spec: SaturationFields, m: Multiplier) -> ScaleKey | RuleKey:
     if m.scaling is not None:
         return RuleKey(scaling=m.scaling, dim=spec.dim, scale=m.scale)
     return ScaleKey(scale=m.scale)
+
+
+def explicit_softmax(spec: SaturationFields
+                     ) -> Iterator[tuple[dict[str, Any], np.ndarray, float, np.ndarray]]:
+    """Per multiplier of a source-1 spec: the fields every source-1 row starts with (key,
+    temperature, scaled scores, weights, largest weight), then the scores and scale softmax
+    was given and the weights it gave."""
+    z = np.asarray(spec.scores, dtype=float)
+    for m in multipliers(spec):
+        zz, c = explicit_input(z, m)
+        p = softmax(zz, c)
+        yield ({"key": explicit_key(spec, m), "temperature": finite(1.0 / m.scale),
+                # Python floats: inf, no warning
+                "scores": [finite(float(c) * float(v)) for v in zz],
+                "probs": p.tolist(), "max_prob": float(p.max())}, zz, c, p)
+
+
+def vs_std_curves(spec: SaturationFields, rows: Sequence[Any],
+                  columns: Callable[[int, list[Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """One curve per n over the score spread s for a figure's data: its n and s, then what
+    `columns` takes from its n and rows (each study its own statistics)."""
+    curves = []
+    for n in spec.key_list:
+        pts = [r for r in rows if r.keys == n]
+        curves.append({"keys": n, "score_std": [r.score_std for r in pts], **columns(n, pts)})
+    return curves
 
 
 def curve_labels(spec: SaturationFields) -> list[tuple[str, str]]:

@@ -1,30 +1,16 @@
 """The softmax-sweep study: softmax weights as scores grow (largest weight, entropy)."""
 
-from sdpa_cli.framework.declaration import Flag, Rate, Study
-from sdpa_cli.studies.saturation import (
-    EXAMPLES,
-    FIGURES,
-    METAVARS,
-    cost,
-    derived,
-    saturation_rows,
-)
+from sdpa_cli.framework.declaration import Rate, Study
+from sdpa_cli.studies.saturation import SHARED, derived, flags, saturation_rows
 from sdpa_cli.studies.saturation.spec import SoftmaxSweepSpec
-from sdpa_cli.studies.softmax_sweep import run
 
 STUDY = Study(
-    name="softmax-sweep",
-    topic="rules",
+    **SHARED,
     # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.3, 3.6),
     spec=SoftmaxSweepSpec,
-    run=run.run,
     rows=saturation_rows.SWEEP_ROWS,
-    figures=FIGURES,
-    cost=cost.cost,
-    documented_problem=run.documented_problem,
     derived=derived.SWEEP,
-    examples=EXAMPLES,
     description=(
         "Softmax weights as scores grow: largest weight, entropy, saturation.\n\n"
         "Scores come from exactly one source: explicit scores times multipliers (--scores), "
@@ -33,5 +19,5 @@ STUDY = Study(
     usage=("sdpa softmax-sweep --scores 1 0.5 0 -0.5 --scales 1 5 10 20 50",
            "sdpa softmax-sweep --dims 16 64 256 1024 --keys 10 --scalings none sqrt",
            "sdpa softmax-sweep --score-stds 0.5 1 2 4 8 --keys 16 1024 --format json"),
-    flags={k: Flag(v) for k, v in METAVARS.items() if k != "mark_dims"},
+    flags=flags(without="mark_dims"),
 )

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 
 from sdpa_cli.framework.common import divisor_label, finite, law_of
 from sdpa_cli.framework.context import SERIAL, RunContext
-from sdpa_cli.framework.result import Check, Column, Figure, Result, Table, as_row
+from sdpa_cli.framework.result import Check, Column, Figure, Result, as_row
 from sdpa_cli.numerics.sampling import PairLaw
 from sdpa_cli.numerics.scaling import Scaling, prepare
 from sdpa_cli.numerics.softmax import entropy, softmax
 from sdpa_cli.spec.common import Documented
-from sdpa_cli.studies.saturation import (
-    gauss_slopes,
-    keys_axis,
-    score_text,
-    vector_grid,
-)
-from sdpa_cli.studies.saturation import rule_tables as rtab
+from sdpa_cli.studies.saturation import gauss_slopes, score_run, vector_grid
 from sdpa_cli.studies.saturation import score_cells as shared
 from sdpa_cli.studies.saturation import score_draws as draws
 from sdpa_cli.studies.saturation import score_rows as sat
@@ -70,8 +63,6 @@ GAUSSIAN_COLUMNS = (
 )
 
 SLOPE_QUANTITIES = ("score_std", "self_score_mean", "one_minus_max", "entropy_deficit")
-SLOPE_COLUMNS = rtab.SLOPE_COLUMNS
-LEADING_COLUMNS = rtab.LEADING_COLUMNS
 FIELDS = SWEEP_FIELDS  # by score source
 
 
@@ -85,72 +76,34 @@ def documented_problem(spec: SoftmaxSweepSpec, entry: Documented) -> str | None:
 
 
 def run(spec: SoftmaxSweepSpec, ctx: RunContext = SERIAL) -> Result:
-    source = spec.score_source
-    checks: list[Check] = []
-    figures: list[Figure] = []
-    notes: list[str] = []
-    tables: list[Table] = []
-    rows: Sequence[Mapping[str, Any]]
-    if source == "leading":
-        leading = rtab.leading_rows(spec)
-        rows = [as_row(r) for r in leading]
-        columns: tuple[Column, ...] = LEADING_COLUMNS
-        figures.append(rtab.leading_figure(spec, leading))
-        title = "Leading key among n − 1 ties, versus n (exact)"
-    elif source == "explicit":
-        explicit = _explicit_rows(spec)
-        rows = [as_row(r) for r in explicit]
-        columns = EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS
-        bars = len(spec.scores or []) * len(rows)
-        if ctx.figures and bars <= WEIGHTS_FIGURE_MAX_BARS:  # --no-plots: no copy made
-            figures.append(_weights_figure(spec, explicit))
-        elif ctx.figures:
-            notes.append(f"No weights figure: {len(spec.scores or [])} keys × {len(rows)} "
-                         f"multipliers would be {bars} bars (it draws at most "
-                         f"{WEIGHTS_FIGURE_MAX_BARS}); the table has every weight.")
-        title = "Softmax of explicit scores as they are scaled"
-    elif source == "vectors":
-        vector, checks, figures, notes = _vector_run(spec, ctx)
-        rows = [as_row(r) for r in vector]
-        more_tables, more_checks, more_figures = keys_axis.coordinate_checks(
-            spec, rows, d_quantities=SLOPE_QUANTITIES, d_columns=SLOPE_COLUMNS,
-            jacobian=False, se_tolerance=spec.se_tolerance)
-        tables += more_tables
-        checks += more_checks
-        figures += more_figures
-        columns = _vector_columns(spec, vector)
-        title = keys_axis.table_title("Softmax saturation", spec)
-    else:
-        gaussian, checks, figures = _gaussian_run(spec, ctx)
-        rows = [as_row(r) for r in gaussian]
-        tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=False)
-        checks += more_checks
-        columns = GAUSSIAN_COLUMNS
-        title = "Softmax of n iid N(0, s²) scores versus s"
-    return score_text.assembled(spec, ctx, study="softmax-sweep", table="softmax", title=title,
-                                columns=columns, rows=rows, checks=checks, notes=notes,
-                                figures=figures, tables=tables, jacobian=False)
+    return score_run.run(spec, ctx, study="softmax-sweep", table="softmax", jacobian=False,
+                         leading_title="Leading key among n − 1 ties, versus n (exact)",
+                         explicit=_explicit, vectors=_vectors, gaussian=_gaussian)
 
 
 # --- source 1 -----------------------------------------------------------------------------
 
 
+def _explicit(spec: SoftmaxSweepSpec, ctx: RunContext) -> score_run.Part:
+    explicit = _explicit_rows(spec)
+    rows = [as_row(r) for r in explicit]
+    part = score_run.Part(rows, EXPLICIT_RULE_COLUMNS if spec.uses_rules else EXPLICIT_COLUMNS,
+                          "Softmax of explicit scores as they are scaled")
+    bars = len(spec.scores or []) * len(rows)
+    if ctx.figures and bars <= WEIGHTS_FIGURE_MAX_BARS:  # --no-plots: no copy made
+        part.figures.append(_weights_figure(spec, explicit))
+    elif ctx.figures:
+        part.notes.append(f"No weights figure: {len(spec.scores or [])} keys × {len(rows)} "
+                          f"multipliers would be {bars} bars (it draws at most "
+                          f"{WEIGHTS_FIGURE_MAX_BARS}); the table has every weight.")
+    return part
+
+
 def _explicit_rows(spec: SoftmaxSweepSpec) -> list[SweepExplicitRow]:
-    z = np.asarray(spec.scores, dtype=float)
     rows = []
-    for m in shared.multipliers(spec):
-        zz, c = shared.explicit_input(z, m)
-        p = softmax(zz, c)
+    for first, zz, c, _ in shared.explicit_softmax(spec):
         h = float(entropy(zz, c))
-        rows.append(SweepExplicitRow(
-            key=shared.explicit_key(spec, m),
-            temperature=finite(1.0 / m.scale),
-            scores=[finite(float(c) * float(v)) for v in zz],  # Python floats: inf, no warning
-            probs=p.tolist(),
-            max_prob=float(p.max()),
-            entropy=h,
-            effective_keys=math.exp(h),
-        ))
+        rows.append(SweepExplicitRow(**first, entropy=h, effective_keys=math.exp(h)))
     return rows
 
 
@@ -182,6 +135,16 @@ def _weights_figure(spec: SoftmaxSweepSpec, rows: list[SweepExplicitRow]) -> Fig
 
 
 # --- source 2 -----------------------------------------------------------------------------
+
+
+def _vectors(spec: SoftmaxSweepSpec, ctx: RunContext) -> score_run.Part:
+    vector, checks, figures, notes = _vector_run(spec, ctx)
+    part = score_run.vectors_part(spec, [as_row(r) for r in vector],
+                                  _vector_columns(spec, vector), "Softmax saturation",
+                                  checks=checks, figures=figures,
+                                  d_quantities=SLOPE_QUANTITIES, jacobian=False)
+    part.notes += notes
+    return part
 
 
 def _vector_run(spec: SoftmaxSweepSpec, ctx: RunContext
@@ -322,6 +285,14 @@ def _picture_base(first: Mapping[str, np.ndarray], v: draws.Variant) -> np.ndarr
 # --- source 3 -----------------------------------------------------------------------------
 
 
+def _gaussian(spec: SoftmaxSweepSpec, ctx: RunContext) -> score_run.Part:
+    gaussian, checks, figures = _gaussian_run(spec, ctx)
+    rows = [as_row(r) for r in gaussian]
+    tables, more_checks = gauss_slopes.slope_tables(spec, rows, jacobian=False)
+    return score_run.Part(rows, GAUSSIAN_COLUMNS, "Softmax of n iid N(0, s²) scores versus s",
+                          checks + more_checks, figures, tables=tables)
+
+
 def _gaussian_run(spec: SoftmaxSweepSpec, ctx: RunContext
                   ) -> tuple[list[SweepGaussianRow], list[Check], list[Figure]]:
     rows: list[SweepGaussianRow] = []
@@ -359,23 +330,17 @@ def _rem_figure(spec: SoftmaxSweepSpec, rows: list[SweepGaussianRow]) -> Figure:
 
 
 def _vs_std_figure(spec: SoftmaxSweepSpec, rows: list[SweepGaussianRow]) -> Figure:
-    curves = []
     grid = np.geomspace(min(spec.score_stds or [1]) / 1.2, max(spec.score_stds or [1]) * 1.2,
                         200)
-    for n in spec.key_list:
-        pts = [r for r in rows if r.keys == n]
-        curves.append({
-            "keys": n,
-            "score_std": [r.score_std for r in pts],
-            "mean_max_prob": [r.stats.mean_max_prob for r in pts],
-            "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
-            "mean_entropy": [r.stats.mean_entropy for r in pts],
-            "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
-            "freezing": sat.freezing_std(n),
-            "ln_n": math.log(n),
-            "grid": grid.tolist(),
-            "small_s": [sat.entropy_small_s(n, float(s)) for s in grid],
-        })
+    curves = shared.vs_std_curves(spec, rows, lambda n, pts: {
+        "mean_max_prob": [r.stats.mean_max_prob for r in pts],
+        "mean_max_prob_se": [r.stats.mean_max_prob_se for r in pts],
+        "mean_entropy": [r.stats.mean_entropy for r in pts],
+        "mean_entropy_se": [r.stats.mean_entropy_se for r in pts],
+        "freezing": sat.freezing_std(n),
+        "ln_n": math.log(n),
+        "grid": grid.tolist(),
+        "small_s": [sat.entropy_small_s(n, float(s)) for s in grid]})
     return Figure("saturation_vs_std", "saturation.vs_std",
                   "Max weight and entropy of n iid N(0, s²) scores versus s",
                   {"curves": curves, "trials": spec.trials, "se_k": 2.0})

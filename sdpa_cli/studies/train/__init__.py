@@ -1,21 +1,18 @@
 """The train study: one attention head trained on associative recall, per scaling rule."""
 
 from sdpa_cli.framework.declaration import Flag, Rate, Study
-from sdpa_cli.studies.train import rows, run
+from sdpa_cli.studies.train import rows
 from sdpa_cli.studies.train.spec import TrainSpec, limits
 
 STUDY = Study(
-    name="train",
     topic="train",
     # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(1.5, 0.056),
     spec=TrainSpec,
-    run=run.run,
     rows=(rows.TrainRow, rows.SensitivityRow, rows.ClaimRow, rows.RobustnessRow),
     figures={"train.loss_curves": "figures:draw_loss_curves", "train.traces": "figures:draw_traces",
              "train.loss_vs_lr": "figures:draw_loss_vs_lr"},
     cost=limits,
-    documented_problem=run.documented_problem,
     examples=({"dims": [8], "steps": 10, "seeds": 2, "batch": 8, "vocab": 4, "pairs": 2,
                "d_model": 8, "log_every": 5, "learning_rates": {"sgd": [0.1], "adam": [0.01]}},),
     description=(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -11,19 +11,29 @@ from sdpa_cli.framework import figure_style as style
 from sdpa_cli.framework.result import Figure
 from sdpa_cli.studies.train.spec import optimiser_name
 
+T = TypeVar("T")
 LOG_SPAN = 20.0  # a log axis only when the values span more than this factor
 
 
-def _arr(values: Sequence[Any]) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
-
-def _grid(data: Mapping[str, Any], rows: Sequence[str]):
+def _panels(data: Mapping[str, Any], rows: Sequence[T], opt: Callable[[T], str] = str
+            ) -> tuple[Any, Iterator[tuple[T, int, Any]]]:
+    """A figure of a row of panels per item of `rows` and a column per d_k, and its panels as
+    (item, d_k, axes) to draw in: each is titled by its optimiser `opt(item)` and d_k once
+    drawn, and a row's legend is placed when its last panel is."""
     dims = data["dims"]
     # at least 8 inches: with one d_k (the depth specs) the two-line title ran off the canvas
     width = max(3.3 * len(dims) + 2.2, 8.0)
     fig, axes = style.new(width, 2.7 * len(rows) + 0.9, len(rows), len(dims))
-    return fig, axes, dims
+
+    def panels() -> Iterator[tuple[T, int, Any]]:
+        for r, row in enumerate(rows):
+            for col, dim in enumerate(dims):
+                yield row, dim, axes[r][col]
+                axes[r][col].set_title(f"{optimiser_name(opt(row))}, d_k = {dim}", fontsize=10)
+            style.legend_outside(axes[r][-1])
+
+    return fig, panels()
 
 
 def _curve(data: Mapping[str, Any], dim: int, rule: str, opt: str) -> dict[str, Any] | None:
@@ -57,7 +67,7 @@ def _bands(ax: Any, data: Mapping[str, Any], dim: int, opt: str, what: str, alph
         if c is None:
             continue
         steps = np.asarray(c["steps"], dtype=float)
-        med, lo, hi = _arr(c[what]), _arr(c[f"{what}_lo"]), _arr(c[f"{what}_hi"])
+        med, lo, hi = (style.array(c[f"{what}{end}"]) for end in ("", "_lo", "_hi"))
         ax.fill_between(steps, lo, hi, color=style.color(i), alpha=alpha, lw=0)
         ax.plot(steps, med, color=style.color(i), label=label(i, c))
         seen.extend([*med, *lo, *hi])
@@ -66,19 +76,14 @@ def _bands(ax: Any, data: Mapping[str, Any], dim: int, opt: str, what: str, alph
 
 def draw_loss_curves(figure: Figure):
     data = figure.data
-    opts = data["optimisers"]
-    fig, axes, dims = _grid(data, opts)
-    for r, opt in enumerate(opts):
-        for col, dim in enumerate(dims):
-            ax = axes[r][col]
-            seen = _bands(ax, data, dim, opt, "loss", 0.18,
-                          lambda i, c: f"{_label(data, i)}, lr {style.num(c['lr'])}")
-            ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
-            ax.set_ylabel(_log_if_wide(ax, np.asarray([*seen, data["chance"]]),
-                                       "training loss (nats)"))
-            ax.set_xlabel("step")
-            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
-        style.legend_outside(axes[r][-1])
+    fig, panels = _panels(data, data["optimisers"])
+    for opt, dim, ax in panels:
+        seen = _bands(ax, data, dim, opt, "loss", 0.18,
+                      lambda i, c: f"{_label(data, i)}, lr {style.num(c['lr'])}")
+        ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
+        ax.set_ylabel(_log_if_wide(ax, np.asarray([*seen, data["chance"]]),
+                                   "training loss (nats)"))
+        ax.set_xlabel("step")
     fig.suptitle(f"{figure.title}\nline: median of {data['seeds']} seeds; band: their range; "
                  f"each point a mean over {data['log_every']} steps of {data['batch']} "
                  "sequences", fontsize=10)
@@ -87,23 +92,18 @@ def draw_loss_curves(figure: Figure):
 
 def draw_traces(figure: Figure):
     data = figure.data
-    opts = data["optimisers"]
-    rows = [(opt, what) for opt in opts for what in ("entropy", "max_score")]
-    fig, axes, dims = _grid(data, [f"{o} {w}" for o, w in rows])
+    rows = [(opt, what) for opt in data["optimisers"] for what in ("entropy", "max_score")]
+    fig, panels = _panels(data, rows, lambda row: row[0])
     ln_n = float(np.log(data["keys"]))
-    for r, (opt, what) in enumerate(rows):
-        for col, dim in enumerate(dims):
-            ax = axes[r][col]
-            seen = _bands(ax, data, dim, opt, what, 0.15, lambda i, c: _label(data, i))
-            if what == "entropy":
-                ax.axhline(ln_n, color="0.4", ls="--", lw=0.9, label="uniform: ln n")
-                ax.set_ylabel("query-row entropy (nats)")
-                ax.set_ylim(bottom=0)
-            else:
-                ax.set_ylabel(_log_if_wide(ax, np.asarray(seen), "largest |score|"))
-            ax.set_xlabel("step")
-            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
-        style.legend_outside(axes[r][-1])
+    for (opt, what), dim, ax in panels:
+        seen = _bands(ax, data, dim, opt, what, 0.15, lambda i, c: _label(data, i))
+        if what == "entropy":
+            ax.axhline(ln_n, color="0.4", ls="--", lw=0.9, label="uniform: ln n")
+            ax.set_ylabel("query-row entropy (nats)")
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_ylabel(_log_if_wide(ax, np.asarray(seen), "largest |score|"))
+        ax.set_xlabel("step")
     fig.suptitle(f"{figure.title}\nn = {data['keys']} rows per sequence; median and range "
                  f"over {data['seeds']} seeds at each rule's best rate", fontsize=10)
     return fig
@@ -111,31 +111,26 @@ def draw_traces(figure: Figure):
 
 def draw_loss_vs_lr(figure: Figure):
     data = figure.data
-    opts = data["optimisers"]
-    fig, axes, dims = _grid(data, opts)
-    for r, opt in enumerate(opts):
-        for col, dim in enumerate(dims):
-            ax = axes[r][col]
-            for i, rule in enumerate(data["scalings"]):
-                pts = sorted((p for p in data["points"] if (p["dim"], p["scaling"],
-                              p["optimiser"]) == (dim, rule, opt)), key=lambda p: p["lr"])
-                if not pts:
-                    continue
-                lr = _arr([p["lr"] for p in pts])
-                med = _arr([p["final_loss_median"] for p in pts])
-                lo = _arr([p["final_loss_lo"] for p in pts])
-                hi = _arr([p["final_loss_hi"] for p in pts])
-                ax.errorbar(lr, med, yerr=[np.clip(med - lo, 0, None),
-                                           np.clip(hi - med, 0, None)],
-                            color=style.color(i), marker="o", ms=4, capsize=2,
-                            label=_label(data, i))
-            ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
-            ax.set_xscale("log")
-            ax.set_xlabel("learning rate (log scale)")
-            ax.set_ylabel("final loss (nats)")
-            ax.set_ylim(bottom=0)
-            ax.set_title(f"{optimiser_name(opt)}, d_k = {dim}", fontsize=10)
-        style.legend_outside(axes[r][-1])
+    fig, panels = _panels(data, data["optimisers"])
+    for opt, dim, ax in panels:
+        for i, rule in enumerate(data["scalings"]):
+            pts = sorted((p for p in data["points"] if (p["dim"], p["scaling"],
+                          p["optimiser"]) == (dim, rule, opt)), key=lambda p: p["lr"])
+            if not pts:
+                continue
+            lr = style.array([p["lr"] for p in pts])
+            med = style.array([p["final_loss_median"] for p in pts])
+            lo = style.array([p["final_loss_lo"] for p in pts])
+            hi = style.array([p["final_loss_hi"] for p in pts])
+            ax.errorbar(lr, med, yerr=[np.clip(med - lo, 0, None),
+                                       np.clip(hi - med, 0, None)],
+                        color=style.color(i), marker="o", ms=4, capsize=2,
+                        label=_label(data, i))
+        ax.axhline(data["chance"], color="0.4", ls="--", lw=0.9, label="chance ln V")
+        ax.set_xscale("log")
+        ax.set_xlabel("learning rate (log scale)")
+        ax.set_ylabel("final loss (nats)")
+        ax.set_ylim(bottom=0)
     fig.suptitle(f"{figure.title}\nmedian and range over {data['seeds']} seeds; a missing "
                  "point diverged", fontsize=10)
     return fig

@@ -17,8 +17,7 @@ PERTURB = 1e-12
 NUDGE_FLIP = "with the 1e-12 nudge"  # how a claim's robustness says the nudge flipped it
 
 COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys(),
     Column("optimiser", "opt.", "text", priority=0),
     Column("lr", "lr", priority=2),
     Column("final_loss", "loss", priority=0),

@@ -24,8 +24,7 @@ from sdpa_cli.studies.train.rows import SensitivityRow, TrainRow
 from sdpa_cli.studies.train.spec import TrainSpec
 
 COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys(),
     Column("optimiser", "opt", "text", priority=0),
     Column("lr", "lr", priority=0),
     Column("steps_to_target_median", "steps to target (median)", priority=0),
@@ -41,8 +40,7 @@ COLUMNS = (
 )
 FIELDS = row_fields(TrainRow)
 SENSITIVITY_COLUMNS = (
-    Column("dim", "d_k", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys(),
     Column("optimiser", "opt", "text", priority=0),
     Column("rates", "rates", "int", priority=1),
     Column("best_lr", "best lr", priority=1),

@@ -1,21 +1,18 @@
 """The variance study: Monte Carlo of q·k versus dimension, raw and scaled, beside theory."""
 
 from sdpa_cli.framework.declaration import Flag, Rate, Study
-from sdpa_cli.studies.variance import cost, derived, rows, run
+from sdpa_cli.studies.variance import cost, derived, rows
 from sdpa_cli.studies.variance.spec import VarianceSpec
 
 STUDY = Study(
-    name="variance",
     topic="theory",
     # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.3, 13.0),
     spec=VarianceSpec,
-    run=run.run,
     rows=(rows.VarianceRow, rows.HalfRow),
     figures={"variance.histograms": "figures:draw_histograms",
              "variance.vs_dim": "figures:draw_vs_dim"},
     cost=cost.cost,
-    documented_problem=run.documented_problem,
     derived=derived.DERIVED,
     examples=({"dims": [3, 64], "pairs": 2000},
               {"dims": [8], "pairs": 500, "distribution": "sphere", "method": "exact"}),

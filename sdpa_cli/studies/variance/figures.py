@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -14,9 +13,6 @@ from sdpa_cli.framework.result import Figure
 # writes 2×10⁰ under the points.
 LOG_SPAN = 20.0
 
-
-def _arr(values: Sequence[Any]) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in values], dtype=float)
 
 
 def _scale_for(ax, values: np.ndarray, axis: str) -> None:
@@ -81,7 +77,7 @@ def draw_vs_dim(figure: Figure):
     for i, curve in enumerate(curves):
         c = style.color(i)
         dims = np.asarray(curve["dims"], dtype=float)
-        var, lo, hi = _arr(curve["variance"]), _arr(curve["ci_low"]), _arr(curve["ci_high"])
+        var, lo, hi = (style.array(curve[k]) for k in ("variance", "ci_low", "ci_high"))
         # On log axes an interval reaching below zero is drawn down to just above zero.
         below = np.minimum(var - lo, var * 0.999)
         ax.errorbar(dims, var, yerr=[below, hi - var], fmt="o", color=c, ms=5, capsize=3,
@@ -105,15 +101,15 @@ def _label(curve: dict[str, Any]) -> str:
 def _theory(curve: dict[str, Any]) -> np.ndarray | None:
     if curve["theory"] is None or not any(v is not None and v > 0 for v in curve["theory"]):
         return None
-    return _arr(curve["theory"])
+    return style.array(curve["theory"])
 
 
 def _axes_scales(ax, curves: list[dict[str, Any]], y: str | None) -> None:
     """Log axes where the values span decades, with ticks at the measured dimensions;
     y "std" judges the square roots of the variances."""
-    _scale_for(ax, _arr([d for c in curves for d in c["dims"]]), "x")
+    _scale_for(ax, style.array([d for c in curves for d in c["dims"]]), "x")
     if y is not None:
-        values = _arr([v for c in curves for v in c["variance"]])
+        values = style.array([v for c in curves for v in c["variance"]])
         _scale_for(ax, np.sqrt(values) if y == "std" else values, "y")
     dims = sorted({float(d) for c in curves for d in c["dims"]})
     ax.set_xticks(dims, [f"{d:g}" for d in dims])
@@ -132,9 +128,9 @@ def _std_vs_dim(figure: Figure):
     for i, curve in enumerate(curves):
         c = style.color(i)
         dims = np.asarray(curve["dims"], dtype=float)
-        sd = np.sqrt(_arr(curve["variance"]))
-        lo = np.sqrt(np.clip(_arr(curve["ci_low"]), 0.0, None))
-        hi = np.sqrt(_arr(curve["ci_high"]))
+        sd = np.sqrt(style.array(curve["variance"]))
+        lo = np.sqrt(np.clip(style.array(curve["ci_low"]), 0.0, None))
+        hi = np.sqrt(style.array(curve["ci_high"]))
         ax_sd.errorbar(dims, sd, yerr=[sd - lo, hi - sd], fmt="o", color=c, ms=5, capsize=3,
                        label=f"{_label(curve)}: measured")
         theory = _theory(curve)
@@ -144,12 +140,12 @@ def _std_vs_dim(figure: Figure):
         if theory is not None:  # the smooth band, as the sd panel draws its line
             band_x, two = np.asarray(curve["grid"], dtype=float), 2.0 * np.sqrt(theory)
         else:
-            band_x, two = dims, 2.0 * np.sqrt(_arr(curve["theory_variance"]))
+            band_x, two = dims, 2.0 * np.sqrt(style.array(curve["theory_variance"]))
         ax_range.fill_between(band_x, -two, two, color=c, alpha=0.15, lw=0,
                               label=f"{_label(curve)}: ±2σ (theory)")
-        ax_range.plot(dims, _arr(curve["p975"]), "v", color=c, ms=6,
+        ax_range.plot(dims, style.array(curve["p975"]), "v", color=c, ms=6,
                       label=f"{_label(curve)}: 97.5th percentile")
-        ax_range.plot(dims, _arr(curve["p025"]), "^", color=c, ms=6,
+        ax_range.plot(dims, style.array(curve["p025"]), "^", color=c, ms=6,
                       label=f"{_label(curve)}: 2.5th percentile")
     ax_range.axhline(0.0, color="0.5", lw=0.8)
     for ax in (ax_sd, ax_range):
@@ -176,10 +172,10 @@ def _rules_at_one_dim(figure: Figure, about_std: bool):
     values = []
     for i, curve in enumerate(curves):
         c = style.color(i)
-        var, lo, hi = (_arr(curve[k])[0] for k in ("variance", "ci_low", "ci_high"))
+        var, lo, hi = (style.array(curve[k])[0] for k in ("variance", "ci_low", "ci_high"))
         y, lo, hi = var ** power, max(lo, var * 1e-3) ** power, hi ** power
         ax.errorbar([i], [y], yerr=[[y - lo], [hi - y]], fmt="o", color=c, ms=7, capsize=4)
-        th = _arr(curve["theory_variance"])[0]
+        th = style.array(curve["theory_variance"])[0]
         if np.isfinite(th):
             ax.plot([i + 0.12], [th ** power], marker="D", mfc="none", color=c, ms=7, ls="none")
         ax.annotate(f"{y:.3g}", (i, y), xytext=(-12, 0), textcoords="offset points",

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from sdpa_cli.framework.result import Column, internal, row_fields
 
 COLUMNS = (
-    Column("dim", "d", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys("d"),
     Column("mean", "mean", priority=3),
     Column("variance", "variance", priority=0),
     Column("theory_variance", "theory", priority=0),
@@ -57,8 +56,7 @@ FIELDS = row_fields(VarianceRow)
 
 
 HALF_COLUMNS = (
-    Column("dim", "d", "int", priority=0),
-    Column("scaling", "scaling", "text", priority=0),
+    *Column.rule_keys("d"),
     Column("largest_dot", "max |q·k|", priority=1),
     Column("overflow_after", "inf: factor after", priority=0),
     Column("overflow_split", "inf: split", priority=0),

@@ -5,7 +5,6 @@ from sdpa_cli.studies.worked_example import cost, reconcile, replay, steps
 from sdpa_cli.studies.worked_example.spec import WorkedExampleSpec
 
 STUDY = Study(
-    name="worked-example",
     topic="audit",
     # fitted to four timed batches of the shipped specs (the changelog has them)
     rate=Rate(0.05, 0.0, extra=cost.figure_seconds),
