@@ -6,6 +6,7 @@ the dot product of the physical vectors is σ² times the one computed here.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -83,6 +84,7 @@ class DotMoments:
         return DotMoments(c * self.mean, c * c * self.variance, c**4 * self.mu4, self.kurt)
 
 
+@functools.lru_cache(maxsize=1024)  # pure; a figure's smooth curve asks 200 times per law
 def term_moments(kind: str, m: float, rho: float, scale: float = 1.0
                  ) -> tuple[float, float, float, float]:
     """Mean and central moments μ2, μ3, μ4 of one term W = q_i·k_i, the central moments
