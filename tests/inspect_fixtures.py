@@ -136,7 +136,8 @@ def byte_tokens() -> list[str]:
     """GPT-2's printable spelling of the 256 bytes: a byte-level vocabulary any text fits."""
     from sdpa_cli.studies.inspect.gguf_tokenizer import _bytes_to_unicode
 
-    return [_bytes_to_unicode()[b] for b in range(256)]
+    spelling = _bytes_to_unicode()
+    return [spelling[b] for b in range(256)]
 
 
 def llama_gguf_tensors(rng: np.random.Generator, *, rows: int, width: int, layers: int,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import sdpa_cli
@@ -46,7 +47,7 @@ ROOT_MODULES = {"__init__", "__main__", "api", "errors", "fetch", "process", "re
 
 def test_nothing_imports_the_fetcher() -> None:
     """sdpa never downloads: the fetcher is a program of its own, run by name."""
-    assert [name for name, imports in GRAPH.items()
+    assert [name for name, imports in graph().items()
             for m, _ in imports if m == "sdpa_cli.fetch"] == []
 
 # Numerics that one study uses, kept in that study's package (architecture.md says which
@@ -88,15 +89,9 @@ def _libraries(path: Path) -> set[str]:
 def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
     """(imported sdpa module, inside a function?) for every import statement of a module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    late: set[int] = set()
-
-    def mark(node: ast.AST, inside: bool) -> None:  # one pass: is each node in a function?
-        if inside:
-            late.add(id(node))
-        for child in ast.iter_child_nodes(node):
-            mark(child, inside or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
-
-    mark(tree, False)
+    late = {id(sub) for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for sub in ast.walk(node) if isinstance(sub, ast.Import | ast.ImportFrom)}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
@@ -110,11 +105,15 @@ def _imports(name: str, path: Path) -> list[tuple[str, bool]]:
     return [(m, is_late) for m, is_late in found if m != name]
 
 
-GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}  # read once: ~0.3 s
+@functools.cache
+def graph() -> dict[str, list[tuple[str, bool]]]:
+    """Every module's imports, read on first use, not while pytest collects (about 2 s for
+    each process that collects: each worker of each tier)."""
+    return {name: _imports(name, path) for name, path in MODULES.items()}
 
 
 def test_imports_inside_functions_are_the_listed_few():
-    late = {(name, m) for name, edges in GRAPH.items() for m, is_late in edges if is_late}
+    late = {(name, m) for name, edges in graph().items() for m, is_late in edges if is_late}
     assert late == LATE
 
 
@@ -125,7 +124,7 @@ def test_modules_imported_by_name_are_the_listed_few():
 
 
 def test_no_import_cycle_lazy_imports_included():
-    edges = {name: {m for m, _ in imports if m in MODULES} for name, imports in GRAPH.items()}
+    edges = {name: {m for m, _ in imports if m in MODULES} for name, imports in graph().items()}
     # a package imports its own submodules freely (re-exports); a cycle through anything
     # else is a real one
     seen: dict[str, int] = {}
@@ -151,7 +150,7 @@ def test_no_import_cycle_lazy_imports_included():
 
 
 def _reaches(src_prefix: str, forbidden: tuple[str, ...]) -> list[str]:
-    return [f"{name} imports {m}" for name, imports in GRAPH.items()
+    return [f"{name} imports {m}" for name, imports in graph().items()
             if name == src_prefix or name.startswith(src_prefix + ".")
             for m, _ in imports if m.startswith(forbidden)]
 
@@ -166,7 +165,7 @@ def test_a_studys_own_numerics_keep_the_numerics_rule():
     """Numerics that one study uses live in its package (architecture.md lists them); they
     import nothing of sdpa but numerics, shared or the study's own."""
     assert [m for m in STUDY_NUMERICS if m not in MODULES] == []
-    problems = [f"{name} imports {m}" for name, imports in GRAPH.items()
+    problems = [f"{name} imports {m}" for name, imports in graph().items()
                 if _is_study_numerics(name) for m, _ in imports
                 if not m.startswith("sdpa_cli.numerics") and not _is_study_numerics(m)]
     assert problems == []
@@ -222,7 +221,7 @@ def test_the_root_holds_only_what_every_layer_shares():
 
 def test_a_study_package_imports_no_other_study():
     problems = []
-    for name, imports in GRAPH.items():
+    for name, imports in graph().items():
         parts = name.split(".")
         if parts[:2] != ["sdpa_cli", "studies"] or len(parts) < 3:
             continue
