@@ -59,6 +59,7 @@ def test_a_bad_spec_file_names_its_file_line_and_column(tmp_path):
     assert e.value.lines()[0].startswith(f"{bad}:2:")
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_save_writes_the_run_folder_the_command_writes(tmp_path, sdpa, workdir):
     result = sdpa_api().variance(dims=[3, 16], pairs=500, seed=9)
     saved = result.save(tmp_path / "api")
@@ -92,6 +93,7 @@ def test_to_frame_is_the_rows_when_pandas_is_there():
     assert isinstance(frame, pd.DataFrame) and list(frame["dim"]) == [3, 3, 100, 100]
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_compare_returns_the_document_with_its_verdict(tmp_path):
     a = sdpa.variance(dims=[3], pairs=300, seed=1).save(tmp_path / "a")
     b = sdpa.variance(dims=[3], pairs=300, seed=1).save(tmp_path / "b")

@@ -80,6 +80,7 @@ def test_other_formats_on_stdout_match_the_files(sdpa, workdir, fmt, starts):
     assert r.out == (workdir / "outputs" / "variance" / name).read_text()
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_same_seed_twice_gives_identical_results(sdpa, workdir):
     outs = []
     for out in ("a", "b"):

@@ -47,6 +47,7 @@ def test_list_names_describes_and_sources_every_example(sdpa):
     assert all(e["description"] and e["source"] for e in doc["examples"])
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_run_by_name(sdpa, workdir):
     r = sdpa("worked-example", "money-bank-grows")
     assert r.code == 0, r.err
@@ -83,6 +84,7 @@ def test_unknown_name_is_exit_2_with_a_suggestion(sdpa):
     assert len(lines) == 1 and "did you mean 'money-bank-grows'?" in lines[0]
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_all_as_one_json_document(sdpa, workdir):
     r = sdpa("worked-example", "--all", "--format", "json", "--no-plots", "--check")
     assert r.code == 0, r.err
@@ -114,6 +116,7 @@ def test_all_into_one_folder_and_as_csv(sdpa, workdir):
     assert sorted(p.name for p in (workdir / "batch").iterdir()) == sorted(SHIPPED)
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_all_check_fails_when_a_local_example_disagrees(sdpa, workdir):
     # A local experiments/worked-example/ joins (and may shadow) the shipped examples.
     (workdir / "experiments" / "worked-example").mkdir(parents=True)

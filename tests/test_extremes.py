@@ -141,6 +141,7 @@ def test_variance_factor_is_the_rules_own(sdpa):
      "100"],
     ["jacobian", "--scores", "1e300", "-1e300", "0", "--scales", "1", "1e300"],
 ])
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_figures_of_degenerate_data_are_drawn_quietly(sdpa, workdir, args):
     r = sdpa(*args, "-q", "--seed", "1")
     assert r.code == 0 and r.err == ""

@@ -291,6 +291,7 @@ def test_unscaled_w_v_slope_is_a_slow_limit_and_not_checked() -> None:
     assert slope == 0.5 and basis.startswith("slow limit")
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 @pytest.mark.parametrize("name", ["gradients-independent", "gradients-aligned"])
 def test_shipped_specs_pass_their_slope_checks(name: str) -> None:
     """At the shipped sizes every derived slope is checked on the last step and met."""

@@ -251,6 +251,7 @@ def test_a_text_that_is_not_a_regular_file_is_refused_at_once(sdpa, workdir: Pat
     assert not (workdir / "o").exists()
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_only_the_tokens_used_are_read_and_tokenised(tmp_path: Path):
     """A 10⁷-character text: 2 × 8 tokens need a window of a few kB, not the whole text; the
     tokens are those of the whole text."""

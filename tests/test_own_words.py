@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import EXPERIMENTS
 
 from sdpa_cli.framework.causes import Tally
@@ -62,6 +63,7 @@ def test_compare_says_agreement_and_missing_runs_apart() -> None:
     assert comparison.exit_code(doc) == 0
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_the_batch_totals_are_where_the_audit_page_says(sdpa, workdir: Path) -> None:
     """`sdpa help audit` names sdpa-batch.json's `audit` for the batch totals: it holds them,
     equal to what `--format json` prints, and each claim once with its verdict."""

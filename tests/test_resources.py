@@ -42,6 +42,7 @@ def test_a_study_commands_help_loads_its_spec_model_but_never_matplotlib(tmp_pat
     assert got == {"code": 0, "loaded": ["numpy", "pydantic"]}
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 @pytest.mark.parametrize("plots", [False, True])
 def test_no_plots_never_imports_matplotlib(tmp_path, plots):
     flag = [] if plots else ["--no-plots"]

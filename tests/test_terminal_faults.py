@@ -41,6 +41,7 @@ def _leftovers(root: Path) -> list[str]:
 # --- stdout closed, full, or unable to encode ---------------------------------------------------
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_closed_stdout_with_a_table_still_writes_the_folder(tmp_path):
     done = subprocess.run(f"{sys.executable} -m sdpa_cli {' '.join(SMALL)} --out run >&-",
                           shell=True, cwd=tmp_path, env=_env(), capture_output=False,
@@ -50,6 +51,7 @@ def test_closed_stdout_with_a_table_still_writes_the_folder(tmp_path):
     assert manifest.run_folder_problem(tmp_path / "run") == ""
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_closed_stdout_refuses_a_document_before_running(tmp_path):
     done = subprocess.run(f"{sys.executable} -m sdpa_cli {' '.join(SMALL)} --format json "
                           "--out run >&-", shell=True, cwd=tmp_path, env=_env(),
@@ -60,6 +62,7 @@ def test_closed_stdout_refuses_a_document_before_running(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_full_stdout_is_one_line_not_an_internal_error(tmp_path):
     with open("/dev/full", "w") as full:
@@ -91,6 +94,7 @@ def test_an_ascii_terminal_gets_ascii_spellings(tmp_path, env):
     assert done.returncode == 2 and b"\\xff.yaml: no such file" in done.stderr, done.stderr
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_out_name_not_utf8_is_written_and_echoed_escaped(tmp_path):
     out = os.fsencode(tmp_path) + b"/run-\xff"
     done = subprocess.run([sys.executable, "-m", "sdpa_cli", *SMALL, "--out", out],

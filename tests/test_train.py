@@ -181,6 +181,7 @@ def test_rules_of_issue_15_train_and_logn_factor_uses_the_sequence_length(sdpa) 
     assert factors["mup"] == pytest.approx(8 / 8) and factors["qknorm"] == pytest.approx(8 ** -0.5)
 
 
+@pytest.mark.slow  # ≥ 1 s; moved out of the quick tier (its 75 s budget)
 def test_written_spec_runs_again_to_the_same_results(sdpa, workdir: Path) -> None:
     spec = write_spec(workdir, "t.yaml", "study: train\ndims: [8]\nsteps: 20\nseeds: 2\n"
                       "batch: 8\nvocab: 4\npairs: 2\nd_model: 8\nseed: 4\n"
