@@ -59,8 +59,12 @@ def _from_batch(path: Path) -> Any:
     if not done.is_file():
         return None
     doc = json.loads(done.read_text(encoding="utf-8"))
-    if doc.get("skipped") or doc.get("spec") != json.loads(json.dumps(spec.model_dump(
-            mode="json"))):  # a run the batch skipped (no model there), or another spec
+    # require_models only says whether a missing model skips the spec or fails it (.ci/run's
+    # real-model step runs the inspect specs with it true, then reads them here)
+    kept, want = (({k: v for k, v in d.items() if k != "require_models"}
+                   if isinstance(d, dict) else d)
+                  for d in (doc.get("spec"), json.loads(json.dumps(spec.model_dump(mode="json")))))
+    if doc.get("skipped") or kept != want:  # a run the batch skipped (no model), another spec
         return None
     return Result(registry.get(spec.study), spec, StudyResult.from_json(doc))
 

@@ -37,8 +37,10 @@ TORCH = os.environ.get("SDPA_TORCH_PYTHON")
 REAL = {"smollm2": "SDPA_SMOLLM2_GGUF", "gemma3-270m": "SDPA_GEMMA3_GGUF"}
 LAYERS = {"smollm2": 30, "gemma3-270m": 18}
 # the changes of scale cross-checked: every layer × ½, the scale removed everywhere, and alone
-# in the first, a middle (Gemma 3: its first global layer) and the last layer
-SCALE_FACTORS, UNSCALED = [0.5], {"smollm2": [0, 15, 29], "gemma3-270m": [0, 5, 17]}
+# in one layer, resumed there from the kept residual stream (SmolLM2: its last layer; Gemma 3:
+# its first global one). Each change is a forward of 4 sequences on both sides (CI's budget:
+# the first, a middle and the last layer alone took 30 s more than this)
+SCALE_FACTORS, UNSCALED = [0.5], {"smollm2": [29], "gemma3-270m": [5]}
 # With the scale removed everywhere the attention saturates and float32 rounding flips near
 # ties, differently in each implementation: a mean over more positions dilutes those few
 # (SmolLM2: 7.8e-4 relative on 2 sequences, 7.7e-5 on 4; transformers alone moves 7.5e-5
@@ -184,10 +186,14 @@ def test_real_gguf_within_row_spread_matches_transformers(refs, name: str) -> No
         mask = lo.mask(n)
         got, _ = layer_stats(lo.q, lo.k, [own_rule(lo)], mask)
         p = np.load(out / "ref" / name / f"attn{i}.npy").astype(np.float64)
-        rows = [r for r in range(n) if mask[r].sum() > 1]
+        rows = mask.sum(axis=1) > 1
+        # each row's std of log p over the keys it sees, as np.std takes it (mean first)
+        logp = np.where(mask, np.log(np.where(mask, p, 1.0)), 0.0)[..., rows, :]
+        seen = mask[rows].sum(axis=1)
+        dev = np.where(mask[rows], logp - (logp.sum(-1) / seen)[..., None], 0.0)
+        stds = np.sqrt((dev * dev).sum(-1) / seen)  # (sequences, heads, rows)
         for h in range(p.shape[1]):
-            stds = [np.log(p[s, h, r][mask[r]]).std() for s in range(p.shape[0]) for r in rows]
-            want = float(np.median(stds))
+            want = float(np.median(stds[:, h]))
             worst = max(worst, abs(got[0].score_std_within[h] - want) / want)
     print(f"{name}: score_std_within against transformers' log p, worst relative {worst:.2e}")
     assert worst <= 1e-3
