@@ -8,10 +8,12 @@ transformers, GGUF from the same weights with the gguf package) and the referenc
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -146,6 +148,14 @@ def _head_stats(p: np.ndarray) -> dict[str, np.ndarray]:
             "first_token_share": p[..., rows, 0].mean(axis=(0, 2))}
 
 
+@functools.cache
+def _layers(name: str, ids: Path) -> tuple[Any, ...]:
+    """sdpa's float32 forward of a real GGUF on the ids, every layer's hand-over kept: the
+    two per-head comparisons below share it (a forward is 4-6 s of CI's critical path)."""
+    ckpt = open_checkpoint(Path(str(_real(name))))
+    return tuple(ckpt.family.forward(ckpt.config, Weights(ckpt), np.load(ids), np.float32))
+
+
 @pytest.mark.parametrize("name", list(REAL))
 def test_real_gguf_matches_transformers_gguf_reader(refs, name: str) -> None:
     """SmolLM2 (Llama, Q4_1: q/k un-permuted) and Gemma 3 270M (QK-norm, sliding layers,
@@ -153,10 +163,8 @@ def test_real_gguf_matches_transformers_gguf_reader(refs, name: str) -> None:
     out, facts = refs
     if not _real(name):
         pytest.skip(f"{REAL[name]} is not set (python -m sdpa_cli.fetch)")
-    ckpt = open_checkpoint(Path(str(_real(name))))
-    ids = np.load(out / f"{name}-ids.npy")
     worst = {k: 0.0 for k in ("max_weight", "entropy_ratio", "first_token_share")}
-    for i, lo in enumerate(ckpt.family.forward(ckpt.config, Weights(ckpt), ids, np.float32)):
+    for i, lo in enumerate(_layers(name, out / f"{name}-ids.npy")):
         mine = _head_stats(_attention(lo))
         theirs = _head_stats(np.load(out / "ref" / name / f"attn{i}.npy").astype(np.float64))
         for k in worst:
@@ -178,10 +186,8 @@ def test_real_gguf_within_row_spread_matches_transformers(refs, name: str) -> No
     out, _ = refs
     if not _real(name):
         pytest.skip(f"{REAL[name]} is not set (tests/fetch_gguf.py)")
-    ckpt = open_checkpoint(Path(str(_real(name))))
-    ids = np.load(out / f"{name}-ids.npy")
     worst = 0.0
-    for i, lo in enumerate(ckpt.family.forward(ckpt.config, Weights(ckpt), ids, np.float32)):
+    for i, lo in enumerate(_layers(name, out / f"{name}-ids.npy")):
         n = lo.q.shape[-2]
         mask = lo.mask(n)
         got, _ = layer_stats(lo.q, lo.k, [own_rule(lo)], mask)

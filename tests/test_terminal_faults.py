@@ -146,8 +146,12 @@ def _interrupt_once(tmp_path: Path, delay: float, i: int) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_ctrl_c_at_any_moment_is_exit_130(tmp_path):
-    # From the first millisecond to the end of a batch of seven specs (about 10 s idle).
-    delays = [0.001 * 1.19 ** i for i in range(50)]  # 1 ms … about 5 s, denser early on
+    # From the first millisecond into a batch of seven specs (about 10 s idle): Python's
+    # start-up every ×1.19 up to 60 ms, sdpa's imports, spec loading and first specs every
+    # ×1.12 up to about 0.8 s, then later specs at 2 and 4 s (50 ending times as before, the
+    # loop's sleeps 13 s instead of 31 s)
+    delays = [0.001 * 1.19 ** i for i in range(24)] + [0.06 * 1.12 ** i for i in range(24)] \
+        + [2.0, 4.0]
     codes: list[int] = []
     early: list[float] = []
     for i, delay in enumerate(delays):
