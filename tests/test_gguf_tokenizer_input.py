@@ -328,3 +328,21 @@ TOKENIZER_JSON = [
 @pytest.mark.parametrize("case", TOKENIZER_JSON, ids=lambda b: b.id)
 def test_hostile_tokenizer_json_is_one_line(sdpa, workdir: Path, case: Bad):
     check(sdpa, workdir, case)
+
+
+@pytest.mark.parametrize("tokenizer", [
+    gb.spm(), gb.bpe(),
+    gb.spm(**{TOK: [*gb.spm_tokens(), gb.spm_tokens()[5]],  # a text listed twice, last
+              SCORES: arr("FLOAT32", [0.0] * (N_SPM + 1)), TYPES: None}),
+    gb.bpe(**{TOK: [*BYTES, "ab", BYTES[3]], TYPES: None})], ids=["spm", "bpe", "spm-twice",
+                                                               "bpe-twice"])
+def test_the_highest_id_a_gguf_states_is_its_vocabularys(tmp_path: Path, tokenizer) -> None:
+    """inspect passes the token count's highest id instead of reading the vocabulary whole."""
+    from sdpa_cli.studies.inspect.gguf_file import read_header
+    from sdpa_cli.studies.inspect.gguf_tokenizer import build, highest_id
+    from sdpa_cli.studies.inspect.text import wrap
+
+    path = gb.gguf(tmp_path / "m.gguf", tokenizer=tokenizer)
+    meta = read_header(path).metadata
+    read = wrap(build(meta, path), path, decoded=True)
+    assert read.top == highest_id(meta) == len(meta[TOK]) - 1

@@ -86,6 +86,12 @@ def build(meta: Mapping[str, Any], path: Path) -> Any:
     return guarded(path, make)
 
 
+def highest_id(meta: Mapping[str, Any]) -> int:
+    """The highest id of a vocabulary `build` accepted: its tokens are ids 0 … count − 1 (a
+    text listed twice keeps its last id, and the last token's is the last)."""
+    return len(meta["tokenizer.ggml.tokens"]) - 1
+
+
 def _byte_level(vocab: dict[str, int], merges: list[tuple[str, str]], pre: str | None) -> Any:
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 

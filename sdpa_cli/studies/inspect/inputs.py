@@ -126,7 +126,7 @@ def tokenizer(ckpt: Checkpoint) -> Tokenizer:
     if ckpt.gguf is None:
         return load_tokenizer(ckpt.tokenizer)
     return wrap(gguf_tokenizer.build(ckpt.gguf.metadata, ckpt.folder), ckpt.folder,
-                decoded=True)
+                decoded=True, top=gguf_tokenizer.highest_id(ckpt.gguf.metadata))
 
 
 def _positions(ckpt: Checkpoint) -> int | None:
