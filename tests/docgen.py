@@ -61,9 +61,10 @@ def _from_batch(path: Path) -> Any:
     doc = json.loads(done.read_text(encoding="utf-8"))
     # require_models only says whether a missing model skips the spec or fails it (.ci/run's
     # real-model step runs the inspect specs with it true, then reads them here)
-    kept, want = (({k: v for k, v in d.items() if k != "require_models"}
-                   if isinstance(d, dict) else d)
-                  for d in (doc.get("spec"), json.loads(json.dumps(spec.model_dump(mode="json")))))
+    want = json.loads(json.dumps(spec.model_dump(mode="json")))
+    kept = doc.get("spec")
+    if isinstance(kept, dict) and "require_models" in want:
+        kept = {**kept, "require_models": want["require_models"]}
     if doc.get("skipped") or kept != want:  # a run the batch skipped (no model), another spec
         return None
     return Result(registry.get(spec.study), spec, StudyResult.from_json(doc))

@@ -190,11 +190,11 @@ SMALL_FLAGS = {"variance": ["--pairs", "2000"], "softmax-sweep": ["--trials", "4
 
 @pytest.mark.parametrize("spec_file", per_spec(QUICK_SHIPPED), ids=lambda p: p.stem)
 def test_written_spec_yaml_runs_again_to_the_same_results(sdpa, workdir, spec_file):
-    doc = yaml.safe_load(spec_file.read_text())
+    text = spec_file.read_text()
+    doc = yaml.safe_load(text)
     study = doc["study"]
     small = SMALL_FLAGS.get(study, [])
     # `trials` only applies to random score sources; explicit scores refuse it.
-    text = spec_file.read_text()
     if small and small[0] == "--trials" and ("scores:" in text or "margin:" in text):
         small = []
     # a smaller size only: a spec of fewer trials or pairs keeps its own (rules-vs-n's 100

@@ -234,14 +234,8 @@ def _fast(text: str) -> yaml.Node | None:
     if _CLoader is None or "\t" in text:  # libyaml allows tabs where PyYAML refuses them
         return None
     try:
-        depth = 0
-        for event in yaml.parse(text, Loader=_CLoader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    return None
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
+        if _too_deep(text, _CLoader) is not None:
+            return None
         node: yaml.Node | None = yaml.compose(text, Loader=_CLoader)
     except (yaml.YAMLError, ValueError, UnicodeError):
         return None
@@ -270,22 +264,30 @@ def _has_empty(root: yaml.Node) -> bool:
     return False
 
 
-def _check_depth(text: str, file: str) -> None:
-    """Refuse nesting deeper than MAX_DEPTH before composing: PyYAML's composer (and every
-    walk over the data after it) recurses once per level, so `[[[[…` would exhaust the stack.
-    The event parser is iterative, so this scan itself is safe at any depth."""
+def _too_deep(text: str, loader: Any) -> yaml.Event | None:
+    """The first list or mapping opened more than MAX_DEPTH levels deep, or None. The event
+    parser (PyYAML's or libyaml's) is iterative, so this scan is safe at any depth."""
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                mark = event.start_mark
-                raise InputError(Problem(
-                    f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of "
-                    "keys and lists", file=file, line=mark.line + 1 if mark else None,
-                    col=mark.column + 1 if mark else None))
+                return event
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
+    return None
+
+
+def _check_depth(text: str, file: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before composing: PyYAML's composer (and every
+    walk over the data after it) recurses once per level, so `[[[[…` would exhaust the stack."""
+    event = _too_deep(text, _Loader)
+    if event is not None:
+        mark = event.start_mark
+        raise InputError(Problem(
+            f"nested more than {MAX_DEPTH} levels deep; a spec is a few levels of keys and "
+            "lists", file=file, line=mark.line + 1 if mark else None,
+            col=mark.column + 1 if mark else None))
 
 
 def parse(text: str, file: str) -> Document:
