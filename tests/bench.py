@@ -2,7 +2,8 @@
 
 Prints ratios measured in one run on this machine (the two sides of each timed in turns,
 best of 3) and its load average; not a test (pytest does not collect it). --quick: a
-quarter of the sizes (about 30 s on an idle 2-core machine).
+quarter of the sizes (about 30 s on an idle 2-core machine). SDPA_BENCH_TINY=1: a 64th
+(the docs test, which compares only the output's shape, sets it).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (about 30 s)")
     opts = ap.parse_args()
-    scale = 4 if opts.quick else 1
+    scale = 64 if os.environ.get("SDPA_BENCH_TINY") else 4 if opts.quick else 1
     print(f"sdpa engine benchmark, {time.strftime('%Y-%m-%d')}: {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, NumPy {np.__version__},\n"
           f"{BIT_GENERATOR}, blocks of {CHUNK} numbers; load average {load()} "

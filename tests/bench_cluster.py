@@ -6,8 +6,9 @@ Not a test (pytest does not collect it). Prints the machine's load, the times (2
 1 thread, the cluster) with each run's minor page faults, an empty task's round trip (the
 cluster's own cost per task), tasks and bytes moved, and a model of a `--slots`-core cluster
 built from the measured task times. --quick runs the spec at a tenth of its trials (about
-30 s on an idle 2-core machine). --sizes prints, without timing anything, what one block of
-the variance engine returns (pickled), which depends only on the code and the seed.
+30 s on an idle 2-core machine); SDPA_BENCH_TINY=1 at a fiftieth (the docs test, which
+compares only the output's shape, sets it). --sizes prints, without timing anything, what one
+block of the variance engine returns (pickled), which depends only on the code and the seed.
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ def main() -> None:
         return
     base = spec_mod.load(a.spec)
     trials = getattr(base, "trials", None)
-    factor = 0.1 if a.quick else a.scale
+    factor = 0.02 if os.environ.get("SDPA_BENCH_TINY") else 0.1 if a.quick else a.scale
     spec = spec_mod.load(a.spec, overrides={"trials": max(1, round(trials * factor))}
                          if trials else {})
     load = os.getloadavg()

@@ -195,7 +195,8 @@ def test_blocks_depend_on_the_problem_only():
     assert sat.gaussian_blocks(16, 20000) == (CHUNK // 16, -(-20000 // (CHUNK // 16)))
 
 
-@pytest.mark.parametrize("n,d", [(6, 20), (40, 2000)])  # whole draws, and column slices
+# whole draws, and column slices (≥ 1 s; moved out of the quick tier (its 75 s budget))
+@pytest.mark.parametrize("n,d", [(6, 20), pytest.param(40, 2000, marks=pytest.mark.slow)])
 def test_independent_pair_scores_follow_their_law(n, d):
     # Position (1, 0) holds an independent query-key pair: one iid value per trial.
     law = PairLaw("normal", 0.5, 0.4)
