@@ -158,8 +158,11 @@ def regions(page: Path) -> list[tuple[str, str, str, str | None]]:
     return found + [("gen", m["code"].strip(), m["out"], m["blas"]) for m in GEN.finditer(text)]
 
 
-# A region that runs the 200-trial depth check shares its run with tests/test_depth_study.py's
-# slow test when pytest-xdist groups them on one process (`--dist loadgroup`, as .ci/run does).
+# A region that runs the 200-trial depth check would share its run with
+# tests/test_depth_study.py's slow test if pytest-xdist grouped them on one process
+# (`--dist loadgroup`, as .ci/run asks). With pytest 9.2 it does not: xdist 3.8 marks a group
+# by rewriting an attribute (_nodeid) that pytest 9.2 no longer reads, so the two run apart
+# (31 s and 24 s here). The mark is kept for an xdist that groups again.
 DEPTH_200 = pytest.mark.xdist_group("depth-200")
 CASES = [pytest.param(name(p), i, marks=[DEPTH_200] if "trials=200" in r[1] else [])
          for p in PAGES for i, r in enumerate(regions(p))]
