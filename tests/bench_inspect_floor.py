@@ -106,6 +106,16 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[
             "rss_mb": usage.ru_maxrss / 1024}
 
 
+def _inspect(tree: Path, spec: str, out: str, workers: int = 1) -> dict[str, float]:
+    """`sdpa inspect --no-plots` of tree's copy of a spec, run by tree's own sdpa: this
+    checkout's (SOURCE's when set) for ROOT, an older checkout's own for it."""
+    source = SOURCE if tree == ROOT else str(tree)
+    # -P: sdpa from PYTHONPATH (or the installed one), never the current folder first
+    return _run([sys.executable, "-P", "-m", "sdpa_cli", "inspect", str(tree / spec),
+                 "--no-plots", "-q", "--workers", str(workers), "--out", out], tree,
+                {**os.environ, "PYTHONPATH": source} if source else None)
+
+
 def floor(spec: Any, ckpt: Any, measured: dict[str, float], deq: dict[str, float],
           python: float) -> dict[str, float]:
     layers, heads, _, dim = ckpt.shape
@@ -134,8 +144,6 @@ def floor(spec: Any, ckpt: Any, measured: dict[str, float], deq: dict[str, float
 def floor_main(specs: list[str], torch_script: str) -> None:
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     print(f"load before: {os.getloadavg()} (1, 5, 15 min)", flush=True)
-    sdpa = [sys.executable, "-P", "-m", "sdpa_cli"]  # -P: not the current folder first
-    env = {**os.environ, "PYTHONPATH": SOURCE} if SOURCE else None
     # this checkout by name only: its path differs on every machine (the page's block is
     # compared by shape)
     print(f"sdpa: {SOURCE or 'this checkout'}" + (f"; before: {BEFORE}" if BEFORE else ""),
@@ -162,14 +170,6 @@ def floor_main(specs: list[str], torch_script: str) -> None:
         _, heads, _, dim = ckpt.shape
         tokens = (spec.sequences + spec.induction_sequences) * max(spec.seq_len)
 
-        def inspect(tree: Path, out_dir: str, workers: int = 1, spec_path: str = path
-                    ) -> dict[str, float]:
-            """`sdpa inspect` of tree's copy of the spec: this checkout's sdpa (SOURCE's when
-            set) for ROOT, tree's own for the older checkout."""
-            return _run([*sdpa, "inspect", str(tree / spec_path), "--no-plots", "-q",
-                         "--workers", str(workers), "--out", out_dir], tree,
-                        {**os.environ, "PYTHONPATH": str(tree)} if tree != ROOT else env)
-
         # The rates, sdpa and the older checkout in turns, RUNS rounds: this host's speed
         # drifts by a fifth within minutes, so each round's ratios are taken within it
         # (paired, their median printed) beside the least of each side over every round
@@ -182,9 +182,9 @@ def floor_main(specs: list[str], torch_script: str) -> None:
                 deq = dequant_rates(ckpt)
                 got: dict[str, Any] = {"measured": measured, "deq": deq,
                                        "floor": floor(spec, ckpt, measured, deq, python),
-                                       "w1": inspect(ROOT, f"{tmp}/w1-{i}")}
+                                       "w1": _inspect(ROOT, path, f"{tmp}/w1-{i}")}
                 if BEFORE:
-                    got["before"] = inspect(Path(BEFORE), f"{tmp}/before-{i}")
+                    got["before"] = _inspect(Path(BEFORE), path, f"{tmp}/before-{i}")
                 rounds.append(got)
             measured = {k: max(r["measured"][k] for r in rounds) for k in rounds[0]["measured"]}
             deq = {k: max(r["deq"][k] for r in rounds) for k in rounds[0]["deq"]}
@@ -194,8 +194,8 @@ def floor_main(specs: list[str], torch_script: str) -> None:
                 **floor(spec, ckpt, measured, deq, python)}
             row["sdpa_w1"] = min((r["w1"] for r in rounds), key=lambda r: r["cpu"])
             # at two workers, of RUNS, the least wall time
-            row["sdpa_w2"] = min((inspect(ROOT, f"{tmp}/w2-{i}", 2) for i in range(RUNS)),
-                                 key=lambda r: r["wall"])
+            row["sdpa_w2"] = min((_inspect(ROOT, path, f"{tmp}/w2-{i}", 2)
+                                  for i in range(RUNS)), key=lambda r: r["wall"])
             row["floor_ratio"] = row["sdpa_w1"]["cpu"] / row["floor_s"]
             row["floor_ratio_paired"] = [r["w1"]["cpu"] / r["floor"]["floor_s"] for r in rounds]
             row["floor_ratio_paired_median"] = float(np.median(row["floor_ratio_paired"]))
